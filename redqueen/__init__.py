@@ -1,0 +1,13 @@
+"""redqueen: evolutionary computation in which LoRA adapters are genomes.
+
+Subpackages:
+    genomes: :class:`~redqueen.genomes.LoRAGenome` and low-rank algebra.
+    evo: individuals, populations, lineage, variation operators, selection, the evolution loop.
+    fitness: rewards, ratings, matchmaking, objectives, descriptors, diversity.
+    environments: co-evolution, self-play and surrogate environments.
+    verifiers: the sandboxed Python executor and code task types.
+    engine: base-model host with many adapters, generation backends, the learner.
+    experiments: configuration, runner, checkpoints, CLI, plots.
+"""
+
+__version__ = "0.1.0"

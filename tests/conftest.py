@@ -1,0 +1,7 @@
+"""Test-wide settings: no model hub, deterministic hashing, small thread pools."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
