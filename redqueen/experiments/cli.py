@@ -16,6 +16,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="LoRA adapter
 PLUGIN_MODULES = ("redqueen.evo.operators",)
 
 
+@app.callback()
+def _root() -> None:
+    """redqueen: LoRA adapters as genomes (PopuLoRA co-evolution)."""
+
+
 def load_plugins() -> None:
     """Import every module that registers plug-ins."""
     for module in PLUGIN_MODULES:
