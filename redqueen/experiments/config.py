@@ -1,0 +1,405 @@
+"""One validated configuration for every experiment, plus the shipped presets.
+
+A run is described by a single :class:`ExperimentConfig`: the base model, the population, the
+environment and its settings, the evolution loop, the objectives per role, the learner, the
+sampling parameters and logging. It is validated once, at the edge, by pydantic (unknown keys
+are errors everywhere), and turned into plain objects by :func:`redqueen.experiments.build.build_environment`.
+
+Presets ship as YAML files next to this module and are listed in :data:`PRESETS`::
+
+    cfg = load_config("tiny", overrides=["steps=2", "evolution.selection=tournament"])
+
+A preset or file may start from another preset with a top-level ``base: <preset>`` key; its
+own keys are merged over the base's, recursively.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from redqueen._registry import Registry
+
+PRESET_DIR = Path(__file__).parent / "presets"
+_FIELD_MESSAGE = re.compile(r"^[A-Za-z_][\w.]*: ")
+
+TaskType = Literal["code_o", "code_i", "code_f"]
+
+
+class ConfigError(ValueError):
+    """A configuration is invalid; the message is one line naming the field or file."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+class _Section(BaseModel):
+    """Base of every section: unknown keys are errors, values are immutable once validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class ModelConfig(_Section):
+    """The frozen base model that hosts every adapter.
+
+    Attributes:
+        name: A Hugging Face model id, a local path, or ``"tiny-coder"`` (the shipped model).
+        backend: Generation backend name (see ``redqueen.engine.BACKENDS``).
+        device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
+        dtype: Weight dtype; ``None`` keeps the checkpoint's.
+        target_modules: Linear modules that carry LoRA factors; ``None`` means every linear projection.
+    """
+
+    name: str = "tiny-coder"
+    backend: str = "hf"
+    device: str = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] | None = None
+    target_modules: tuple[str, ...] | None = None
+
+
+class PopulationConfig(_Section):
+    """Sizes of the sub-populations and how new genomes start.
+
+    ``teachers`` and ``students`` are used by the co-evolution and surrogate environments,
+    ``solo`` by the self-play baseline (each solo member proposes and solves on its own).
+    """
+
+    teachers: int = Field(4, ge=0)
+    students: int = Field(4, ge=0)
+    solo: int = Field(4, ge=0)
+    rank: int = Field(8, ge=1)
+    alpha: float = Field(16.0, gt=0)
+    init: Literal["peft", "gaussian"] = "peft"
+    init_std: float = Field(0.02, gt=0)
+
+
+class TeacherRewardConfig(_Section):
+    """Teacher reward: ``invalid`` for an invalid task, ``extreme`` when the solve rate is 0 or 1,
+    else ``1 - rate``. ``variant`` picks the default ``extreme``: 0 (PopuLoRA) or -0.5 (AZR's code)."""
+
+    variant: Literal["populora", "azr"] = "populora"
+    invalid: float = -1.0
+    extreme: float | None = None
+
+    @model_validator(mode="after")
+    def _resolve_extreme(self) -> TeacherRewardConfig:
+        if self.extreme is None:
+            object.__setattr__(self, "extreme", 0.0 if self.variant == "populora" else -0.5)
+        return self
+
+
+class StudentRewardConfig(_Section):
+    """Student reward per answer status."""
+
+    correct: float = 1.0
+    wrong: float = -0.5
+    unparseable: float = -1.0
+
+
+class ExecutorConfig(_Section):
+    """Sandbox settings of the verifier's executor."""
+
+    workers: int | None = Field(None, ge=1)
+    timeout: float = Field(2.0, gt=0)
+    memory_mb: int = Field(512, ge=16)
+
+
+class EnvironmentConfig(_Section):
+    """Which environment runs, and its settings.
+
+    Attributes:
+        name: A name registered in ``redqueen.environments.ENVIRONMENTS``.
+        task_types: Task types teachers propose, cycled over each teacher's batch.
+        tasks_per_teacher: Tasks each teacher (or solo member) proposes per step.
+        answers_per_task: Answers ``n`` the student samples for each valid task.
+        references: Reference triplets ``K`` shown in each proposal prompt.
+        buffer_size: Capacity of the task buffer (oldest entries are dropped first).
+        propose_max_new_tokens: Token budget of a proposal.
+        solve_max_new_tokens: Token budget of an answer.
+        teacher_reward: Teacher reward settings.
+        student_reward: Student reward settings.
+        executor: Verifier sandbox settings.
+        options: Extra keyword arguments for environments beyond the built-in settings
+            (the surrogate environment and plug-ins); checked against the constructor.
+    """
+
+    name: str = "coevolution"
+    task_types: tuple[TaskType, ...] = Field(("code_o", "code_i", "code_f"), min_length=1)
+    tasks_per_teacher: int = Field(3, ge=1)
+    answers_per_task: int = Field(4, ge=1)
+    references: int = Field(3, ge=0)
+    buffer_size: int = Field(256, ge=1)
+    propose_max_new_tokens: int = Field(128, ge=1)
+    solve_max_new_tokens: int = Field(96, ge=1)
+    teacher_reward: TeacherRewardConfig = TeacherRewardConfig()
+    student_reward: StudentRewardConfig = StudentRewardConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvolutionConfig(_Section):
+    """The replacement step: every ``replace_every`` steps, per role, the bottom
+    ``cull_fraction`` (by ``ranking``) is replaced by children of parents chosen by ``selection``,
+    made by operators drawn from ``operators`` (name -> weight). ``replace_every: 0`` never replaces."""
+
+    replace_every: int = Field(2, ge=0)
+    cull_fraction: float = Field(0.25, gt=0, lt=1)
+    selection: str = "tournament"
+    selection_params: dict[str, Any] = Field(default_factory=dict)
+    ranking: str = "rating_lcb"
+    operators: dict[str, float] = Field(default_factory=lambda: {"svd_merge": 0.5, "gaussian": 0.5})
+    operator_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    elitism: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _check_operators(self) -> EvolutionConfig:
+        if not self.operators:
+            raise ValueError("operators: at least one operator is needed")
+        for name, weight in self.operators.items():
+            if weight < 0:
+                raise ValueError(f"operators.{name}: weight must be >= 0, got {weight}")
+        if sum(self.operators.values()) <= 0:
+            raise ValueError("operators: weights must not all be zero")
+        for name in self.operator_params:
+            if name not in self.operators:
+                raise ValueError(f"operator_params.{name}: not in operators")
+        return self
+
+
+class ObjectivesConfig(_Section):
+    """Objective names per role; one name is a scalar fitness, several make a Pareto problem."""
+
+    teacher: tuple[str, ...] = Field(("rating",), min_length=1)
+    student: tuple[str, ...] = Field(("rating",), min_length=1)
+    solo: tuple[str, ...] = Field(("solve_rate",), min_length=1)
+
+
+class LearnerSettings(_Section):
+    """REINFORCE++ learner settings (one update per adapter per step)."""
+
+    lr: float = Field(1e-4, gt=0)
+    clip: float = Field(0.2, gt=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    kl_coef: float = Field(0.0, ge=0)
+
+
+class SamplingConfig(_Section):
+    """Sampling of proposals and answers (the policy gradient assumes temperature 1)."""
+
+    temperature: float = Field(1.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+
+
+class LoggingConfig(_Section):
+    """Live monitoring sinks besides the run directory."""
+
+    tensorboard: bool = True
+    wandb: bool = False
+    wandb_project: str = "redqueen"
+    wandb_entity: str | None = None
+
+
+class ExperimentConfig(_Section):
+    """Everything one experiment needs; see the section classes for each field."""
+
+    steps: int = Field(20, ge=1)
+    seed: int = 0
+    checkpoint_every: int = Field(1, ge=0)
+    model: ModelConfig = ModelConfig()
+    population: PopulationConfig = PopulationConfig()
+    environment: EnvironmentConfig = EnvironmentConfig()
+    evolution: EvolutionConfig = EvolutionConfig()
+    objectives: ObjectivesConfig = ObjectivesConfig()
+    learner: LearnerSettings = LearnerSettings()
+    sampling: SamplingConfig = SamplingConfig()
+    logging: LoggingConfig = LoggingConfig()
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """The fully resolved configuration as plain YAML-safe data (what ``config.yaml`` holds)."""
+        return self.model_dump(mode="json")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A configuration shipped with the package.
+
+    Attributes:
+        name: Preset name, e.g. ``"tiny"``.
+        path: The YAML file.
+        description: The file's first comment line (shown by ``redqueen list``).
+    """
+
+    name: str
+    path: Path
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        # Registry listings read ``__doc__``; give each preset its own.
+        object.__setattr__(self, "__doc__", self.description)
+
+    @classmethod
+    def from_file(cls, path: Path) -> Preset:
+        """A preset named after the file's stem, described by its first comment line."""
+        comments = [line for line in path.read_text().splitlines() if line.startswith("#")]
+        description = comments[0].lstrip("#").strip() if comments else ""
+        return cls(path.stem, path, description)
+
+
+#: Shipped presets by name (``tiny``, ``surrogate``, ...).
+PRESETS: Registry[Preset] = Registry("preset")
+
+for _path in sorted(PRESET_DIR.glob("*.yaml")):
+    PRESETS.register(_path.stem)(Preset.from_file(_path))
+
+
+def _read_yaml(path: Path, label: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(
+            f"{label}:{where} invalid YAML ({getattr(error, 'problem', error)})"
+        ) from None
+    except OSError as error:
+        raise ConfigError(f"{label}: cannot read ({error.strerror})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{label}: expected a mapping at the top level, got {type(data).__name__}"
+        )
+    return data
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _resolve(source: str | Path, seen: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
+    """Read a preset name or a YAML path, following ``base:`` keys; returns (data, label)."""
+    text = str(source)
+    path = Path(text).expanduser()
+    if path.is_file():
+        label = str(path)
+        data = _read_yaml(path, label)
+    elif text in PRESETS:
+        label = f"preset {text!r}"
+        data = _read_yaml(PRESETS[text].path, label)
+    elif path.exists():
+        raise ConfigError(f"{text}: not a file")
+    elif path.suffix in (".yaml", ".yml") or "/" in text:
+        raise ConfigError(f"{text}: config file not found")
+    else:
+        known = ", ".join(sorted(PRESETS)) or "none"
+        raise ConfigError(f"unknown preset {text!r} (known: {known}; or pass a YAML file path)")
+    base = data.pop("base", None)
+    if base is None:
+        return data, label
+    if not isinstance(base, str):
+        raise ConfigError(f"{label}: base: expected a preset name or path")
+    if base in seen:
+        raise ConfigError(f"{label}: base: cycle through {base!r}")
+    base_data, _ = _resolve(base, (*seen, text))
+    return _merge(base_data, data), label
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Apply dotted ``key=value`` overrides to raw configuration data.
+
+    Values are parsed as YAML scalars or flow collections (``3``, ``1e-4``, ``true``, ``null``,
+    ``[a, b]``, ``{svd_merge: 1.0}``), so ``--set`` reads like the YAML file.
+
+    Raises:
+        ConfigError: If an override has no ``=``, an empty key, or descends into a non-mapping.
+    """
+    result = _merge({}, data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"override {item!r}: expected dotted key=value, e.g. steps=2")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        parts = key.split(".")
+        node: dict[str, Any] = result
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = {}
+            elif not isinstance(child, Mapping):
+                raise ConfigError(
+                    f"{'.'.join(parts[: depth + 1])}: not a section, cannot set {key}"
+                )
+            node[part] = child = dict(child)
+            node = child
+        node[parts[-1]] = value
+    return result
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"]) or "<top level>"
+    if first["type"] == "extra_forbidden":
+        return f"{loc}: unknown key"
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "value_error" and _FIELD_MESSAGE.match(message):
+        # Section validators name the field inside the section: "operators.x: ...".
+        return f"{loc}.{message}" if first["loc"] else message
+    value = first.get("input")
+    shown = "" if isinstance(value, Mapping) else f" (got {value!r})"
+    return f"{loc}: {message}{shown}"
+
+
+def validate_config(data: Mapping[str, Any], *, label: str = "config") -> ExperimentConfig:
+    """Validate raw configuration data into an :class:`ExperimentConfig`.
+
+    Raises:
+        ConfigError: One line naming the first offending field.
+    """
+    try:
+        return ExperimentConfig.model_validate(dict(data))
+    except ValidationError as error:
+        raise ConfigError(f"{_describe(error)} [{label}]") from None
+
+
+def load_config(
+    preset_or_path: str | Path | Mapping[str, Any],
+    overrides: Sequence[str] = (),
+) -> ExperimentConfig:
+    """Load a preset, a YAML file or a mapping, apply ``key=value`` overrides, validate.
+
+    Args:
+        preset_or_path: A name in :data:`PRESETS`, a path to a YAML file, or raw data
+            (e.g. a run directory's ``config.yaml`` already read).
+        overrides: Dotted ``key=value`` strings, e.g. ``["steps=2", "evolution.cull_fraction=0.5"]``.
+
+    Returns:
+        The validated configuration.
+
+    Raises:
+        ConfigError: One line naming the field or file: unknown key, wrong type or value,
+            missing preset or file, unreadable YAML, malformed override.
+    """
+    if isinstance(preset_or_path, Mapping):
+        data, label = dict(preset_or_path), "config"
+    else:
+        data, label = _resolve(preset_or_path)
+    if overrides:
+        data = apply_overrides(data, overrides)
+    return validate_config(data, label=label)
