@@ -1,0 +1,122 @@
+"""Individuals: one population member, its genome and everything selection reads."""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import Sequence
+from typing import Any
+
+import deap.base
+import numpy as np
+
+
+class Fitness(deap.base.Fitness):
+    """A DEAP fitness whose weights belong to the instance, not to a class made by ``creator``.
+
+    DEAP keeps ``weights`` on a class built at run time with ``creator.create``; such classes
+    break pickling and IDEs. This subclass stores the weights per instance and otherwise keeps
+    DEAP's protocol (``values``, ``wvalues``, ``valid``, ``dominates``, lexicographic
+    comparisons, ``del fitness.values``), so ``deap.tools.selNSGA2``, ``selTournament``,
+    ``selLexicase`` and ``selSPEA2`` run on :class:`Individual` unchanged.
+
+    Args:
+        weights: One weight per objective; positive maximises, negative minimises.
+        values: Optional initial (unweighted) values.
+
+    Raises:
+        ValueError: If ``weights`` is empty.
+    """
+
+    def __init__(self, weights: Sequence[float] = (1.0,), values: Sequence[float] = ()) -> None:
+        weights = tuple(float(w) for w in weights)
+        if not weights:
+            raise ValueError("Fitness.weights must hold at least one weight")
+        self.weights = weights
+        super().__init__(tuple(values))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Fitness:
+        clone = Fitness(self.weights)
+        clone.wvalues = self.wvalues
+        return clone
+
+    __copy__ = __deepcopy__  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Fitness, (self.weights, self.values if self.valid else ()))
+
+    def __repr__(self) -> str:
+        return f"Fitness(weights={self.weights!r}, values={self.values if self.valid else ()!r})"
+
+
+class Individual:
+    """One member of a population: a genome plus what selection and lineage need to know.
+
+    Genomes are write-once (operators always return a new genome), so copies of an individual
+    share the genome object; ``copy.copy`` and ``copy.deepcopy`` copy everything else.
+
+    Args:
+        id: Unique member id, e.g. ``"teacher-0003"``.
+        role: Sub-population the member belongs to (``"teacher"``, ``"student"``, ...).
+        genome: The member's genome (usually a :class:`redqueen.genomes.LoRAGenome`).
+        fitness_weights: DEAP-style weights of :attr:`fitness`; one per objective.
+        parents: Ids of the parents; empty for founders.
+        operator: Name of the variation operator that made the genome (``None`` for founders).
+        operator_params: Parameters the operator was called with.
+        birth: Step at which the member was born.
+
+    Attributes:
+        death: Step at which the member died, ``None`` while alive.
+        objectives: Named objective values, e.g. ``{"rating_lcb": 3.1, "novelty": 0.4}``.
+        descriptor: Behaviour descriptor (for novelty search and MAP-Elites), or ``None``.
+        cases: Per-case outcomes, higher is better (for lexicase selection), or ``None``.
+        rating: ``(mu, sigma)`` skill estimate, or ``None`` until rated.
+        fitness: DEAP-compatible :class:`Fitness`.
+    """
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002 - the natural name for a member id
+        role: str,
+        genome: Any = None,
+        fitness_weights: Sequence[float] = (1.0,),
+        *,
+        parents: Sequence[str] = (),
+        operator: str | None = None,
+        operator_params: dict[str, Any] | None = None,
+        birth: int = 0,
+    ) -> None:
+        if not isinstance(id, str) or not id:
+            raise ValueError(f"Individual.id must be a non-empty string, got {id!r}")
+        if not isinstance(role, str) or not role:
+            raise ValueError(f"Individual.role must be a non-empty string, got {role!r}")
+        self.id = id
+        self.role = role
+        self.genome = genome
+        self.parents: tuple[str, ...] = tuple(parents)
+        self.operator = operator
+        self.operator_params: dict[str, Any] = dict(operator_params or {})
+        self.birth = int(birth)
+        self.death: int | None = None
+        self.objectives: dict[str, float] = {}
+        self.descriptor: np.ndarray | None = None
+        self.cases: np.ndarray | None = None
+        self.rating: tuple[float, float] | None = None
+        self.fitness = Fitness(fitness_weights)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the member has not died yet."""
+        return self.death is None
+
+    def __copy__(self) -> Individual:
+        return self.__deepcopy__({})
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Individual:
+        clone = Individual.__new__(Individual)
+        for key, value in self.__dict__.items():
+            clone.__dict__[key] = value if key == "genome" else _copy.deepcopy(value, memo)
+        return clone
+
+    def __repr__(self) -> str:
+        fit = self.fitness.values if self.fitness.valid else ()
+        return f"Individual(id={self.id!r}, role={self.role!r}, fitness={fit!r}, rating={self.rating!r})"

@@ -1,0 +1,92 @@
+"""The selection registry, the :func:`select` front door and shared helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from redqueen._registry import Registry
+
+#: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
+SELECTIONS: Registry[Callable[..., list[int]]] = Registry("selection")
+
+
+def select(name: str, individuals: Sequence[Any], k: int, *, rng: np.random.Generator, **params: Any) -> list[int]:
+    """Choose ``k`` members (indices into ``individuals``, repeats allowed) with a registered scheme.
+
+    Args:
+        name: Registered scheme, e.g. ``"tournament"`` or ``"rating_lcb"``.
+        individuals: Candidates (:class:`redqueen.evo.Individual` or anything with the fields
+            the scheme reads: ``fitness``, ``rating``, ``cases``, ``descriptor``).
+        k: How many to choose.
+        rng: Source of every random choice, so a seed reproduces the selection.
+        **params: Scheme parameters (``tournsize=3``, ``c=3.0``, ...).
+
+    Raises:
+        UnknownNameError: If no scheme has this name.
+        ValueError: If ``k`` is negative, there are no candidates, or the scheme misbehaves.
+        TypeError: If ``rng`` is not a ``numpy.random.Generator``.
+    """
+    fn = SELECTIONS[name]
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"select({name!r}): rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if k < 0:
+        raise ValueError(f"select({name!r}): k must be >= 0, got {k}")
+    if k == 0:
+        return []
+    if len(individuals) == 0:
+        raise ValueError(f"select({name!r}): no individuals to choose from")
+    chosen = [int(i) for i in fn(individuals, k, rng=rng, **params)]
+    if len(chosen) != k or any(not 0 <= i < len(individuals) for i in chosen):
+        raise ValueError(f"selection {name!r} returned {chosen}, not {k} indices below {len(individuals)}")
+    return chosen
+
+
+def weighted_values(individuals: Sequence[Any]) -> np.ndarray:
+    """``(n, m)`` matrix of DEAP weighted fitness values (larger is better).
+
+    Raises:
+        ValueError: If a member's fitness is not valid or lengths differ.
+    """
+    rows = []
+    for ind in individuals:
+        if not ind.fitness.valid:
+            raise ValueError(f"selection needs a valid fitness, member {getattr(ind, 'id', ind)!r} has none")
+        rows.append(ind.fitness.wvalues)
+    if len({len(r) for r in rows}) > 1:
+        raise ValueError("selection: members have fitness vectors of different lengths")
+    return np.asarray(rows, dtype=float)
+
+
+def attribute_matrix(individuals: Sequence[Any], attr: str) -> np.ndarray:
+    """``(n, d)`` matrix of a per-member array attribute (``cases`` or ``descriptor``).
+
+    Raises:
+        ValueError: If a member lacks it or shapes differ.
+    """
+    rows = []
+    for ind in individuals:
+        value = getattr(ind, attr, None)
+        if value is None:
+            raise ValueError(f"selection needs {attr!r}; member {getattr(ind, 'id', ind)!r} has none")
+        rows.append(np.ravel(np.asarray(value, dtype=float)))
+    if len({r.shape for r in rows}) > 1:
+        raise ValueError(f"selection: members have {attr!r} of different lengths")
+    return np.vstack(rows)
+
+
+def best_first(keys: np.ndarray) -> np.ndarray:
+    """Indices sorted best first by rows of ``keys`` compared lexicographically; ties keep order."""
+    keys = np.asarray(keys, dtype=float)
+    if keys.ndim == 1:
+        keys = keys[:, None]
+    # np.lexsort sorts by the last key first and ascending; negate for descending.
+    return np.lexsort(tuple(-keys[:, j] for j in reversed(range(keys.shape[1]))))
+
+
+def cycle(order: Sequence[int], k: int) -> list[int]:
+    """The first ``k`` entries of ``order`` repeated as often as needed."""
+    order = list(order)
+    return [order[i % len(order)] for i in range(k)]

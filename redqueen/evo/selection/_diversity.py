@@ -1,0 +1,102 @@
+"""Diversity-driven selection: novelty search, novelty with local competition, MAP-Elites."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
+
+from redqueen.evo.selection._base import (
+    SELECTIONS,
+    attribute_matrix,
+    best_first,
+    cycle,
+    weighted_values,
+)
+from redqueen.evo.selection._multiobjective import survival_order
+from redqueen.fitness import NoveltyArchive, novelty_scores
+
+
+def _reference(archive: NoveltyArchive | np.ndarray | None) -> np.ndarray | None:
+    if archive is None:
+        return None
+    if isinstance(archive, NoveltyArchive):
+        return archive.descriptors if len(archive) else None
+    return np.atleast_2d(np.asarray(archive, dtype=float))
+
+
+@SELECTIONS.register("novelty")
+def novelty(
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    archive: NoveltyArchive | np.ndarray | None = None,
+    neighbours: int = 15,
+) -> list[int]:
+    """Novelty search: the ``k`` members whose descriptors are farthest from their k nearest neighbours.
+
+    Lehman & Stanley, "Abandoning objectives: Evolution through the search for novelty alone",
+    Evol. Comput. 2011. Neighbours include the ``archive`` of past behaviours.
+    """
+    scores = novelty_scores(attribute_matrix(individuals, "descriptor"), _reference(archive), k=neighbours)
+    return cycle(best_first(scores), k)
+
+
+@SELECTIONS.register("novelty_lc")
+def novelty_lc(
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    archive: NoveltyArchive | np.ndarray | None = None,
+    neighbours: int = 15,
+) -> list[int]:
+    """Novelty search with local competition: NSGA-II over (novelty, local competition score).
+
+    Lehman & Stanley, "Evolving a diversity of virtual creatures through novelty search and
+    local competition", GECCO 2011. The local competition score is the fraction of a member's
+    nearest behavioural neighbours (in the population) whose first fitness value it beats.
+    """
+    desc = attribute_matrix(individuals, "descriptor")
+    quality = weighted_values(individuals)[:, 0]
+    nov = novelty_scores(desc, _reference(archive), k=neighbours)
+    dist = np.linalg.norm(desc[:, None, :] - desc[None, :, :], axis=-1)
+    np.fill_diagonal(dist, np.inf)
+    kk = max(1, min(neighbours, len(individuals) - 1))
+    lc = np.zeros(len(individuals))
+    if len(individuals) > 1:
+        nearest = np.argsort(dist, axis=1, kind="stable")[:, :kk]
+        lc = (quality[:, None] > quality[nearest]).mean(axis=1)
+    return cycle(survival_order(RankAndCrowding(), np.column_stack([nov, lc]), k, rng), k)
+
+
+@SELECTIONS.register("map_elites")
+def map_elites(
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    bins: int | Sequence[int] = 10,
+    low: float | Sequence[float] = 0.0,
+    high: float | Sequence[float] = 1.0,
+) -> list[int]:
+    """MAP-Elites: grid the descriptor space, keep each cell's elite, draw parents uniformly from elites.
+
+    Mouret & Clune, "Illuminating search spaces by mapping elites", arXiv:1504.04909, 2015.
+    Descriptors outside ``[low, high]`` fall into the edge cells.
+    """
+    desc = attribute_matrix(individuals, "descriptor")
+    quality = weighted_values(individuals)
+    bins_arr = np.broadcast_to(np.asarray(bins, dtype=int), desc.shape[1])
+    lo = np.broadcast_to(np.asarray(low, dtype=float), desc.shape[1])
+    hi = np.broadcast_to(np.asarray(high, dtype=float), desc.shape[1])
+    scaled = (desc - lo) / np.where(hi > lo, hi - lo, 1.0)
+    cells = np.clip(np.floor(scaled * bins_arr).astype(int), 0, bins_arr - 1)
+    elites: dict[tuple[int, ...], int] = {}
+    for i in best_first(quality):  # best first, so the first member seen in a cell is its elite
+        elites.setdefault(tuple(cells[i]), int(i))
+    pool = sorted(elites.values())
+    return [pool[int(j)] for j in rng.integers(0, len(pool), size=k)]

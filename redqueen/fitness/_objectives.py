@@ -1,0 +1,88 @@
+"""Named objectives per role, turned into DEAP-compatible fitness vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redqueen._registry import Registry
+
+#: Objective functions ``f(individual) -> float`` by name; any other name reads ``ind.objectives``.
+OBJECTIVES: Registry[Callable[[Any], float]] = Registry("objective")
+
+
+@OBJECTIVES.register("rating_lcb")
+def rating_lcb(ind: Any) -> float:
+    """Conservative skill mu - 3 sigma (PopuLoRA's ranking)."""
+    mu, sigma = _rating(ind)
+    return mu - 3.0 * sigma
+
+
+@OBJECTIVES.register("rating_mu")
+def rating_mu(ind: Any) -> float:
+    """Mean skill mu."""
+    return _rating(ind)[0]
+
+
+def _rating(ind: Any) -> tuple[float, float]:
+    if ind.rating is None:
+        raise ValueError(f"objective needs a rating but member {ind.id!r} has none")
+    return float(ind.rating[0]), float(ind.rating[1])
+
+
+@dataclass(frozen=True)
+class Objectives:
+    """A configurable objective vector, e.g. ``Objectives(("rating_lcb", "novelty"))``.
+
+    Names registered in :data:`OBJECTIVES` are computed; any other name is read from the
+    member's ``objectives`` dict (environments fill it: solve rate, complexity, novelty ...).
+
+    Attributes:
+        names: Objective names, in fitness order.
+        weights: DEAP weights (+1 maximise, -1 minimise); default all +1.
+
+    Raises:
+        ValueError: If names is empty or weights has the wrong length.
+    """
+
+    names: tuple[str, ...]
+    weights: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(self.names))
+        if not self.names:
+            raise ValueError("Objectives.names must not be empty")
+        weights = tuple(float(w) for w in (self.weights or (1.0,) * len(self.names)))
+        if len(weights) != len(self.names):
+            raise ValueError(f"Objectives.weights has {len(weights)} entries for {len(self.names)} names")
+        object.__setattr__(self, "weights", weights)
+
+    def value(self, ind: Any, name: str) -> float:
+        """One objective of one member.
+
+        Raises:
+            KeyError: If the member lacks a non-registered objective.
+        """
+        if name in OBJECTIVES:
+            return float(OBJECTIVES[name](ind))
+        try:
+            return float(ind.objectives[name])
+        except KeyError:
+            raise KeyError(f"member {ind.id!r} has no objective {name!r} (has: {sorted(ind.objectives)})") from None
+
+    def vector(self, ind: Any) -> tuple[float, ...]:
+        """The objective vector of one member, in :attr:`names` order."""
+        return tuple(self.value(ind, n) for n in self.names)
+
+    def assign(self, individuals: Iterable[Any]) -> None:
+        """Set each member's ``fitness`` (weights and values) from this objective vector."""
+        from redqueen.evo._individual import Fitness
+
+        for ind in individuals:
+            ind.fitness = Fitness(self.weights, self.vector(ind))
+
+
+def objective_matrix(individuals: Sequence[Any], objectives: Objectives) -> list[tuple[float, ...]]:
+    """Objective vectors of many members (rows), e.g. for hypervolume or plots."""
+    return [objectives.vector(ind) for ind in individuals]
