@@ -1,1 +1,35 @@
-"""redqueen.engine."""
+"""The engine: one base model serving many LoRA adapters, generation, and the learner.
+
+- :class:`AdapterHost`: a frozen Hugging Face causal LM with many adapters addressed by id;
+  adapters enter and leave as :class:`~redqueen.genomes.LoRAGenome`; mixed-adapter batched
+  generation (per-row adapter, gathered factors, batched matmuls, KV cache).
+- :class:`SamplingParams`, :class:`Generation`: what generation takes and returns.
+- :data:`BACKENDS`, :class:`GenerationBackend`: decoders behind the host (``"hf"`` built in).
+- :class:`Learner`, :class:`LearnerConfig`, :class:`LearnerStats`: REINFORCE++ with a
+  PPO-clipped ratio, one adapter at a time, per-adapter AdamW state.
+- :class:`Rollout`, :func:`whiten_advantages`: the learner's input.
+"""
+
+from __future__ import annotations
+
+from redqueen.engine._host import DEFAULT_TARGET_MODULES, AdapterHost
+from redqueen.engine._learner import Learner, LearnerConfig, LearnerStats
+from redqueen.engine._lora_layer import MultiLoRALinear
+from redqueen.engine._rollout import Rollout, whiten_advantages
+from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.engine.backends import BACKENDS, GenerationBackend
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_TARGET_MODULES",
+    "AdapterHost",
+    "Generation",
+    "GenerationBackend",
+    "Learner",
+    "LearnerConfig",
+    "LearnerStats",
+    "MultiLoRALinear",
+    "Rollout",
+    "SamplingParams",
+    "whiten_advantages",
+]

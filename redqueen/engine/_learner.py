@@ -1,0 +1,300 @@
+"""REINFORCE++ on one adapter at a time: :class:`Learner`."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from redqueen.engine._rollout import Rollout
+
+if TYPE_CHECKING:
+    from redqueen.engine._host import AdapterHost
+
+__all__ = ["Learner", "LearnerConfig", "LearnerStats"]
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Hyper-parameters of the policy-gradient update.
+
+    Args:
+        lr: AdamW learning rate.
+        clip: PPO ratio clip epsilon (the ratio is kept in ``[1 - clip, 1 + clip]``).
+        max_grad_norm: Global gradient-norm clip over the adapter's factors.
+        weight_decay: AdamW weight decay.
+        betas: AdamW betas.
+        eps: AdamW epsilon.
+        kl_coef: REINFORCE++ per-token KL penalty against the base model (no adapter),
+            folded into the returns; ``0`` (the default) skips the reference forward entirely.
+        micro_batch_size: Rollouts per forward/backward pass; gradients accumulate across
+            micro-batches, so the update does not depend on it.
+
+    Raises:
+        ValueError: If a field is out of range (the field is named).
+    """
+
+    lr: float = 1e-4
+    clip: float = 0.2
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    kl_coef: float = 0.0
+    micro_batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("lr", "clip", "max_grad_norm", "eps"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"LearnerConfig.{name} must be > 0, got {getattr(self, name)}")
+        for name in ("weight_decay", "kl_coef"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"LearnerConfig.{name} must be >= 0, got {getattr(self, name)}")
+        if self.micro_batch_size < 1:
+            raise ValueError(
+                f"LearnerConfig.micro_batch_size must be >= 1, got {self.micro_batch_size}"
+            )
+        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+
+
+@dataclass(frozen=True)
+class LearnerStats:
+    """What one :meth:`Learner.step` did.
+
+    Args:
+        loss: Clipped surrogate loss (token mean); ``nan`` or ``inf`` when the step was skipped
+            for that reason.
+        skipped: ``True`` if the update was not applied (non-finite loss or gradient).
+        grad_norm: Gradient norm before clipping.
+        n_tokens: Completion tokens in the batch.
+        clip_fraction: Share of tokens whose ratio was clipped.
+        approx_kl: Mean of ``old - new`` log-probability over tokens (policy drift).
+    """
+
+    loss: float
+    skipped: bool
+    grad_norm: float
+    n_tokens: int
+    clip_fraction: float = 0.0
+    approx_kl: float = 0.0
+
+
+class Learner:
+    """REINFORCE++ with a PPO-clipped ratio, one adapter at a time, on the host's adapters.
+
+    One :meth:`step` is one update of one adapter on its own rollouts: token-level policy
+    gradient with the rollout's (already whitened) advantage on every completion token, the
+    ratio against the rollout's old log-probabilities clipped to ``1 +- clip``, token-mean loss,
+    gradient-norm clipping and AdamW over that adapter's LoRA factors only. Each adapter keeps
+    its own optimizer state, created on its first step and dropped when the host replaces or
+    removes it. On GPUs the forward runs under bfloat16 autocast (factors stay float32); on CPU
+    it runs in float32.
+
+    Args:
+        host: The :class:`~redqueen.engine.AdapterHost` whose adapters are trained in place.
+        config: Hyper-parameters (default :class:`LearnerConfig()`).
+    """
+
+    def __init__(self, host: AdapterHost, config: LearnerConfig | None = None) -> None:
+        self.host = host
+        self.config = config or LearnerConfig()
+        self._optimizers: dict[str, tuple[list[Tensor], torch.optim.AdamW]] = {}
+        forward_args = inspect.signature(host.model.forward).parameters
+        self._keep_kw = next(
+            (k for k in ("logits_to_keep", "num_logits_to_keep") if k in forward_args), None
+        )
+
+    # -- the update ------------------------------------------------------------------------
+
+    def step(self, adapter_id: str, rollouts: Sequence[Rollout]) -> LearnerStats:
+        """One policy-gradient update of ``adapter_id`` on ``rollouts``.
+
+        A non-finite loss or gradient norm skips the update (weights and optimizer state stay
+        as they were) and is reported with ``skipped=True``.
+
+        Raises:
+            KeyError: If the host has no such adapter.
+            ValueError: If ``rollouts`` is empty.
+        """
+        if not rollouts:
+            raise ValueError("Learner.step: no rollouts")
+        cfg, host = self.config, self.host
+        params, optimizer = self._optimizer(adapter_id)
+        n_tokens = sum(len(r.token_ids) for r in rollouts)
+        for p in params:
+            p.grad = None
+        loss_sum, clipped, drift = 0.0, 0.0, 0.0
+        finite = True
+        for start in range(0, len(rollouts), cfg.micro_batch_size):
+            batch = _Batch.build(
+                rollouts[start : start + cfg.micro_batch_size], host.pad_token_id, host.device
+            )
+            advantages = batch.advantages
+            if cfg.kl_coef > 0:
+                advantages = advantages - cfg.kl_coef * self._kl_to_go(batch)
+            with host.use_adapter(adapter_id):
+                new_logprobs = self._logprobs(batch)
+            ratio = torch.exp(new_logprobs - batch.old_logprobs)
+            surrogate = torch.minimum(
+                ratio * advantages, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * advantages
+            )
+            loss = -torch.where(batch.mask, surrogate, 0.0).sum() / n_tokens
+            if not torch.isfinite(loss):
+                finite = False
+                loss_sum = float(loss)
+                break
+            loss.backward()
+            loss_sum += float(loss)
+            with torch.no_grad():
+                outside = (ratio < 1 - cfg.clip) | (ratio > 1 + cfg.clip)
+                clipped += float((outside & batch.mask).sum())
+                drift += float(
+                    torch.where(batch.mask, batch.old_logprobs - new_logprobs, 0.0).sum()
+                )
+        grad_norm = math.nan
+        if finite:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            finite = math.isfinite(grad_norm)
+        if finite:
+            optimizer.step()
+        for p in params:
+            p.grad = None
+        if finite:
+            host.backend.adapters_changed([adapter_id])
+        return LearnerStats(
+            loss=loss_sum,
+            skipped=not finite,
+            grad_norm=grad_norm,
+            n_tokens=n_tokens,
+            clip_fraction=clipped / n_tokens if finite else 0.0,
+            approx_kl=drift / n_tokens if finite else 0.0,
+        )
+
+    def _logprobs(self, batch: _Batch) -> Tensor:
+        """Log-probabilities of the completion tokens, (batch, completion width), float32."""
+        device = self.host.device
+        autocast = (
+            torch.autocast(device.type, dtype=torch.bfloat16)
+            if device.type == "cuda"
+            else nullcontext()
+        )
+        keep = batch.completion_width + 1
+        extra = {self._keep_kw: keep} if self._keep_kw is not None else {}
+        with autocast:
+            logits = self.host.model(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids,
+                use_cache=False,
+                **extra,
+            ).logits
+        # Position t predicts token t + 1: the completion starts at column prompt_width.
+        logits = logits[:, -keep:-1, :].float()  # (batch, completion width, vocab)
+        targets = batch.input_ids[:, -batch.completion_width :]
+        return F.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
+
+    @torch.no_grad()
+    def _kl_to_go(self, batch: _Batch) -> Tensor:
+        """Sum over the remaining tokens of the per-token KL estimate to the base model."""
+        with self.host.use_adapter(None):
+            reference = self._logprobs(batch)
+        kl = torch.where(batch.mask, batch.old_logprobs - reference, 0.0)
+        return kl.flip(-1).cumsum(-1).flip(-1)
+
+    # -- optimizer state -------------------------------------------------------------------
+
+    def _optimizer(self, adapter_id: str) -> tuple[list[Tensor], torch.optim.AdamW]:
+        params = self.host.adapter_parameters(adapter_id)
+        held = self._optimizers.get(adapter_id)
+        if (
+            held is not None
+            and len(held[0]) == len(params)
+            and all(a is b for a, b in zip(held[0], params, strict=True))
+        ):
+            return held
+        cfg = self.config
+        optimizer = torch.optim.AdamW(
+            params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
+        )
+        self._optimizers[adapter_id] = (params, optimizer)
+        return params, optimizer
+
+    def forget(self, adapter_id: str) -> None:
+        """Drop an adapter's optimizer state (a replaced adapter starts afresh anyway)."""
+        self._optimizers.pop(adapter_id, None)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Per-adapter AdamW states of the adapters the host still holds unchanged, and the config."""
+        held = set(self.host.adapter_ids)
+        states = {}
+        for adapter_id, (params, optimizer) in self._optimizers.items():
+            if adapter_id in held and all(
+                a is b
+                for a, b in zip(params, self.host.adapter_parameters(adapter_id), strict=False)
+            ):
+                states[adapter_id] = optimizer.state_dict()
+        return {"config": asdict(self.config), "optimizers": states}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore per-adapter optimizer states; the host must already hold those adapters.
+
+        Raises:
+            KeyError: If the state names an adapter the host does not hold, or lacks a key.
+            ValueError: If a stored state does not fit the adapter's factors.
+        """
+        if "optimizers" not in state:
+            raise KeyError("Learner.load_state_dict: state has no 'optimizers' entry")
+        self._optimizers = {}
+        for adapter_id, optimizer_state in state["optimizers"].items():
+            _, optimizer = self._optimizer(adapter_id)
+            optimizer.load_state_dict(optimizer_state)
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """Rollouts as tensors: prompts left-padded, completions right-padded, one shared split column."""
+
+    input_ids: Tensor  # (batch, prompt_width + completion_width)
+    attention_mask: Tensor
+    position_ids: Tensor
+    old_logprobs: Tensor  # (batch, completion_width)
+    advantages: Tensor  # (batch, completion_width)
+    mask: Tensor  # (batch, completion_width), bool
+    completion_width: int
+
+    @classmethod
+    def build(cls, rollouts: Sequence[Rollout], pad_id: int, device: torch.device) -> _Batch:
+        prompt_width = max(len(r.prompt_ids) for r in rollouts)
+        width = max(len(r.token_ids) for r in rollouts)
+        n = len(rollouts)
+        ids = torch.full((n, prompt_width + width), pad_id, dtype=torch.long)
+        attention = torch.zeros((n, prompt_width + width), dtype=torch.long)
+        old = torch.zeros((n, width), dtype=torch.float32)
+        mask = torch.zeros((n, width), dtype=torch.bool)
+        for i, r in enumerate(rollouts):
+            p, c = len(r.prompt_ids), len(r.token_ids)
+            ids[i, prompt_width - p : prompt_width] = torch.tensor(r.prompt_ids)
+            ids[i, prompt_width : prompt_width + c] = torch.tensor(r.token_ids)
+            attention[i, prompt_width - p : prompt_width + c] = 1
+            old[i, :c] = torch.tensor(r.logprobs)
+            mask[i, :c] = True
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        advantages = torch.tensor([r.advantage for r in rollouts], dtype=torch.float32)[
+            :, None
+        ].expand(n, width)
+        return cls(
+            input_ids=ids.to(device),
+            attention_mask=attention.to(device),
+            position_ids=positions.to(device),
+            old_logprobs=old.to(device),
+            advantages=advantages.to(device),
+            mask=mask.to(device),
+            completion_width=width,
+        )

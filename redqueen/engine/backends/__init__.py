@@ -1,0 +1,24 @@
+"""Generation backends: the part of :class:`~redqueen.engine.AdapterHost` that decodes.
+
+A backend is a class registered in :data:`BACKENDS` and built as ``BACKENDS[name](host)``. It
+samples completions for a batch of token-id prompts, each row with its own adapter (or none),
+and is told when adapter weights change, so that a backend which keeps its own copy of the
+weights (a vLLM engine, say) can refresh it. ``"hf"`` decodes with the host's own PyTorch model.
+
+A new backend::
+
+    from redqueen.engine import BACKENDS
+
+    @BACKENDS.register("my_backend")
+    class MyBackend:
+        def __init__(self, host): ...
+        def generate(self, prompt_ids, adapter_ids, params): ...
+        def adapters_changed(self, adapter_ids): ...
+"""
+
+from __future__ import annotations
+
+from redqueen.engine.backends._base import BACKENDS, GenerationBackend
+from redqueen.engine.backends._hf import HFBackend
+
+__all__ = ["BACKENDS", "GenerationBackend", "HFBackend"]
