@@ -1,1 +1,47 @@
-"""redqueen.genomes."""
+"""LoRA adapters as genomes.
+
+:class:`LoRAGenome` holds one ``(A, B)`` factor pair per adapted linear module, with the rank,
+alpha and base model they belong to. It reads and writes PEFT adapter folders, moves in and out
+of a live ``PeftModel`` without touching disk, and checkpoints as a plain state dict.
+
+The algebra works on factors only, never on a module's dense update:
+
+- :func:`weighted_svd`: rank-r truncated SVD of ``sum_i w_i dW_i`` (QR-core, batched by shape).
+- :func:`inner`, :func:`norm`: Frobenius inner product and norm from ``r x r`` Gram matrices.
+- :func:`distance`, :func:`pairwise_distances`: genotypic distance ``sum_modules ||dW1 - dW2||_F``.
+- :func:`genome_svd`, :func:`lowrank_svd`, :func:`split_factors`: building blocks for operators.
+- :func:`lora_shapes`: ``(out, in)`` of the linear modules of a Hugging Face model.
+"""
+
+from __future__ import annotations
+
+from redqueen.genomes._algebra import (
+    compute_dtype,
+    distance,
+    genome_svd,
+    group_by_shape,
+    inner,
+    lowrank_svd,
+    norm,
+    pairwise_distances,
+    split_factors,
+    weighted_svd,
+)
+from redqueen.genomes._genome import GenomeMismatchError, LoRAGenome
+from redqueen.genomes._peft_io import lora_shapes
+
+__all__ = [
+    "GenomeMismatchError",
+    "LoRAGenome",
+    "compute_dtype",
+    "distance",
+    "genome_svd",
+    "group_by_shape",
+    "inner",
+    "lora_shapes",
+    "lowrank_svd",
+    "norm",
+    "pairwise_distances",
+    "split_factors",
+    "weighted_svd",
+]

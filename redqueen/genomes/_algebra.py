@@ -1,0 +1,259 @@
+"""Low-rank algebra on genomes that never forms a module's dense update.
+
+Everything here works on the factors: sums of updates are re-factorised with a QR-core SVD
+(``sum_i w_i dW_i = (Qb U) S (Qa V)^T`` from QR decompositions of the stacked factors and an SVD
+of a small ``kr x kr`` core), and inner products come from ``r x r`` Gram matrices
+(``<B1 A1, B2 A2>_F = sum((B1^T B2) * (A1 A2^T))``). Modules of equal shape are stacked and
+processed as one batch, so a 7B-shape adapter is a handful of batched calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from redqueen.genomes._genome import LoRAGenome
+
+#: Factorisation used by :func:`lowrank_svd`: Householder QR of the stacked factors, or the
+#: eigen-decomposition of their (float64) Gram matrices, which is mostly matrix products.
+METHODS = ("qr", "gram")
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Dtype the linear algebra runs in: float64 stays, everything else runs in float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def group_by_shape(shapes: Mapping[str, tuple[int, int]]) -> dict[tuple[int, int], list[str]]:
+    """Module names grouped by ``(out, in)``, so equal shapes can be stacked into one batch."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for name, shape in shapes.items():
+        groups.setdefault(tuple(shape), []).append(name)
+    return groups
+
+
+def lowrank_svd(
+    b: Tensor, a: Tensor, *, rank: int | None = None, method: str = "qr"
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Thin SVD of ``b @ a`` without forming it, batched over leading dimensions.
+
+    Args:
+        b: ``(..., out, k)`` left factors (any scaling already applied).
+        a: ``(..., k, in)`` right factors.
+        rank: Keep only the top ``rank`` triplets (default: all ``p = min(k, out, in)``).
+        method: ``"qr"`` (Householder QR; the default, most accurate) or ``"gram"`` (float64
+            eigen-decomposition of ``b^T b`` and ``a a^T``; mostly matrix products, fast on GPUs).
+
+    Returns:
+        ``(U, S, V)`` with ``U: (..., out, q)``, ``S: (..., q)`` descending, ``V: (..., in, q)`` and
+        ``b @ a ~= U diag(S) V^T`` (exact when ``q = p``), in :func:`compute_dtype` of the inputs.
+
+    Raises:
+        ValueError: If the method is unknown or the inner dimensions differ.
+    """
+    if method not in METHODS:
+        raise ValueError(f"lowrank_svd: method must be one of {METHODS}, got {method!r}")
+    if b.shape[-1] != a.shape[-2]:
+        raise ValueError(
+            f"lowrank_svd: inner dimensions differ: b {tuple(b.shape)}, a {tuple(a.shape)}"
+        )
+    dtype = compute_dtype(b.dtype)
+    b, a = b.to(dtype), a.to(dtype)
+    if method == "qr":
+        qb, rb = torch.linalg.qr(b)  # (..., out, p1), (..., p1, k)
+        qa, ra = torch.linalg.qr(a.mT)  # (..., in, p2), (..., p2, k)
+        u, s, vh = torch.linalg.svd(rb @ ra.mT, full_matrices=False)
+        q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
+        return qb @ u[..., :q], s[..., :q], qa @ vh[..., :q, :].mT
+    pb, s, pa = _gram_core(
+        b.to(torch.float64).mT @ b.to(torch.float64), a.to(torch.float64) @ a.to(torch.float64).mT
+    )
+    q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
+    return b @ pb[..., :q].to(dtype), s[..., :q].to(dtype), a.mT @ pa[..., :q].to(dtype)
+
+
+def _gram_core(gb: Tensor, ga: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """From Gram matrices ``b^T b`` and ``a a^T``, maps ``Pb, Pa`` with ``U = b Pb``, ``V = a^T Pa``."""
+    lb, vb = torch.linalg.eigh(gb)
+    la, va = torch.linalg.eigh(ga)
+    lb, la = lb.clamp_min(0), la.clamp_min(0)
+    # Directions with (numerically) zero energy carry no signal; drop them instead of dividing by ~0.
+    tol_b = lb.amax(-1, keepdim=True) * 1e-13
+    tol_a = la.amax(-1, keepdim=True) * 1e-13
+    sb, sa = lb.sqrt(), la.sqrt()
+    ib = torch.where(lb > tol_b, 1.0 / sb.clamp_min(1e-300), torch.zeros_like(sb))
+    ia = torch.where(la > tol_a, 1.0 / sa.clamp_min(1e-300), torch.zeros_like(sa))
+    core = (sb.unsqueeze(-1) * vb.mT) @ (va * sa.unsqueeze(-2))  # Rb Ra^T, (..., k, k)
+    u, s, wh = torch.linalg.svd(core, full_matrices=False)
+    return vb @ (ib.unsqueeze(-1) * u), s, va @ (ia.unsqueeze(-1) * wh.mT)
+
+
+def split_factors(
+    u: Tensor, s: Tensor, v: Tensor, *, rank: int, scaling: float, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """LoRA factors ``(A, B)`` of ``U diag(S) V^T`` at ``rank`` and ``scaling``, batched.
+
+    ``sqrt(S / scaling)`` goes to both factors so they stay balanced; missing triplets (when the
+    update has lower rank than ``rank``) are zero-padded, so the child always has ``rank`` columns.
+    """
+    q = s.shape[-1]
+    if q < rank:
+        pad = rank - q
+        u = torch.nn.functional.pad(u, (0, pad))
+        v = torch.nn.functional.pad(v, (0, pad))
+        s = torch.nn.functional.pad(s, (0, pad))
+    u, s, v = u[..., :rank], s[..., :rank], v[..., :rank]
+    root = (s.clamp_min(0) / scaling).sqrt()
+    b = u * root.unsqueeze(-2)
+    a = (v * root.unsqueeze(-2)).mT
+    return a.to(dtype).contiguous(), b.to(dtype).contiguous()
+
+
+def _resolve(genomes: Sequence[LoRAGenome], weights: Sequence[float] | None) -> list[float]:
+    if not genomes:
+        raise ValueError("need at least one genome")
+    for other in genomes[1:]:
+        genomes[0].check_compatible(other)
+    if weights is None:
+        return [1.0 / len(genomes)] * len(genomes)
+    weights = [float(w) for w in weights]
+    if len(weights) != len(genomes):
+        raise ValueError(f"got {len(weights)} weights for {len(genomes)} genomes")
+    return weights
+
+
+def weighted_svd(
+    genomes: Sequence[LoRAGenome],
+    weights: Sequence[float] | None = None,
+    *,
+    rank: int | None = None,
+    alpha: float | None = None,
+    method: str = "qr",
+) -> LoRAGenome:
+    """Rank-``r`` truncated SVD of ``sum_i w_i dW_i``, per module, without forming any ``dW``.
+
+    This is the workhorse of merging crossovers: the result is the best rank-``r`` approximation
+    (Eckart-Young) of the weighted sum, and exact when the summed ranks fit in ``r``.
+
+    Args:
+        genomes: Genomes over the same modules and shapes (ranks and alphas may differ).
+        weights: One weight per genome (default: uniform ``1/k``).
+        rank: Rank of the result (default: the first genome's).
+        alpha: Alpha of the result (default: the first genome's), so ``dW`` is matched exactly.
+        method: See :func:`lowrank_svd`.
+
+    Raises:
+        GenomeMismatchError: If the genomes differ in modules, shapes or base model.
+        ValueError: If the number of weights differs from the number of genomes.
+    """
+    ws = _resolve(genomes, weights)
+    first = genomes[0]
+    rank = first.rank if rank is None else int(rank)
+    alpha = first.alpha if alpha is None else float(alpha)
+    dtype, device = first.dtype, first.device
+    factors: dict[str, tuple[Tensor, Tensor]] = {}
+    for names in group_by_shape(first.shapes).values():
+        bs, as_ = [], []
+        for g, w in zip(genomes, ws, strict=True):
+            cd = compute_dtype(g.dtype)
+            bs.append(
+                torch.stack([g.factors(n)[1] for n in names]).to(device, cd) * (w * g.scaling)
+            )
+            as_.append(torch.stack([g.factors(n)[0] for n in names]).to(device, cd))
+        u, s, v = lowrank_svd(torch.cat(bs, -1), torch.cat(as_, -2), rank=rank, method=method)
+        a, b = split_factors(u, s, v, rank=rank, scaling=alpha / rank, dtype=dtype)
+        factors.update({n: (a[i], b[i]) for i, n in enumerate(names)})
+    return LoRAGenome(
+        {n: factors[n] for n in first.modules}, rank=rank, alpha=alpha, base_model=first.base_model
+    )
+
+
+def genome_svd(
+    genome: LoRAGenome, *, method: str = "qr"
+) -> dict[str, tuple[Tensor, Tensor, Tensor]]:
+    """Per-module thin SVD ``(U, S, V)`` of ``dW`` (scaling applied), from the factors only."""
+    out: dict[str, tuple[Tensor, Tensor, Tensor]] = {}
+    for names in group_by_shape(genome.shapes).values():
+        b = torch.stack([genome.factors(n)[1] for n in names]) * genome.scaling
+        a = torch.stack([genome.factors(n)[0] for n in names])
+        u, s, v = lowrank_svd(b, a, method=method)
+        out.update({n: (u[i], s[i], v[i]) for i, n in enumerate(names)})
+    return {n: out[n] for n in genome.modules}
+
+
+def _gram_inner(genomes: Sequence[LoRAGenome]) -> Tensor:
+    """``(M, k, k)`` matrix of per-module Frobenius inner products between k genomes, float64."""
+    first = genomes[0]
+    rows = []
+    for names in group_by_shape(first.shapes).values():
+        b = torch.cat(
+            [
+                torch.stack([g.factors(n)[1] for n in names]).to(first.device, torch.float64)
+                * g.scaling
+                for g in genomes
+            ],
+            -1,
+        )
+        a = torch.cat(
+            [
+                torch.stack([g.factors(n)[0] for n in names]).to(first.device, torch.float64)
+                for g in genomes
+            ],
+            -2,
+        )
+        prod = (b.mT @ b) * (a @ a.mT)  # (M, K, K): elementwise product of the two Gram matrices
+        k, ranks = len(genomes), [g.rank for g in genomes]
+        if len(set(ranks)) == 1:
+            rows.append(prod.view(-1, k, ranks[0], k, ranks[0]).sum((2, 4)))
+            continue
+        edges = np.cumsum([0, *ranks])
+        block = torch.empty(prod.shape[0], k, k, dtype=torch.float64, device=prod.device)
+        for i in range(k):
+            for j in range(k):
+                block[:, i, j] = prod[:, edges[i] : edges[i + 1], edges[j] : edges[j + 1]].sum(
+                    (-1, -2)
+                )
+        rows.append(block)
+    return torch.cat(rows)
+
+
+def inner(g1: LoRAGenome, g2: LoRAGenome) -> float:
+    """Frobenius inner product ``sum_modules <dW1, dW2>_F`` from ``r x r`` Gram matrices.
+
+    Raises:
+        GenomeMismatchError: If the genomes differ in modules, shapes or base model.
+    """
+    g1.check_compatible(g2)
+    return float(_gram_inner([g1, g2])[:, 0, 1].sum())
+
+
+def norm(genome: LoRAGenome) -> float:
+    """Frobenius norm of the whole update, ``sqrt(sum_modules ||dW||_F^2)``."""
+    return float(_gram_inner([genome])[:, 0, 0].sum().clamp_min(0).sqrt())
+
+
+def distance(g1: LoRAGenome, g2: LoRAGenome) -> float:
+    """Genotypic distance ``sum_modules ||dW1 - dW2||_F`` (float64, from Gram matrices).
+
+    Raises:
+        GenomeMismatchError: If the genomes differ in modules, shapes or base model.
+    """
+    return float(pairwise_distances([g1, g2])[0, 1])
+
+
+def pairwise_distances(genomes: Sequence[LoRAGenome]) -> np.ndarray:
+    """Symmetric ``(n, n)`` matrix of :func:`distance` between all genomes (zero diagonal).
+
+    Raises:
+        GenomeMismatchError: If the genomes differ in modules, shapes or base model.
+    """
+    _resolve(genomes, None)
+    ip = _gram_inner(genomes)  # (M, n, n)
+    diag = torch.diagonal(ip, dim1=-2, dim2=-1)
+    sq = (diag.unsqueeze(-1) + diag.unsqueeze(-2) - 2 * ip).clamp_min(0)
+    d = sq.sqrt().sum(0)
+    d.fill_diagonal_(0.0)
+    return d.cpu().numpy()
