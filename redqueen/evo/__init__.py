@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from redqueen.evo._individual import Fitness, Individual
 from redqueen.evo._lineage import Lineage, LineageRecord
+from redqueen.evo._loop import EvolutionLoop, ReplacementConfig
 from redqueen.evo._population import Population
 
-__all__ = ["Fitness", "Individual", "Lineage", "LineageRecord", "Population"]
+__all__ = ["EvolutionLoop", "Fitness", "Individual", "Lineage", "LineageRecord", "Population", "ReplacementConfig"]

@@ -19,6 +19,9 @@ def rating_lcb(ind: Any) -> float:
     return mu - 3.0 * sigma
 
 
+OBJECTIVES.register("rating")(rating_lcb)
+
+
 @OBJECTIVES.register("rating_mu")
 def rating_mu(ind: Any) -> float:
     """Mean skill mu."""

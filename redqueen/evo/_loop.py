@@ -1,0 +1,268 @@
+"""The evolution loop: periodic replacement for environments, and a generic ask/tell interface."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from redqueen.evo._individual import Individual
+from redqueen.evo._lineage import Lineage
+from redqueen.evo._population import Population
+from redqueen.evo.selection import select
+from redqueen.fitness import Objectives, RatingSystem
+
+
+@dataclass(frozen=True)
+class ReplacementConfig:
+    """How members are replaced, per role, every ``replace_every`` steps.
+
+    Attributes:
+        replace_every: Steps between replacements (0: never).
+        cull_fraction: Fraction of each role culled (at least one member when positive).
+        selection: Parent selection scheme (a name in ``SELECTIONS``).
+        selection_params: Keyword parameters of the selection scheme.
+        operators: Operator name -> weight; names come from ``MUTATIONS`` or ``CROSSOVERS``.
+        operator_params: Operator name -> keyword parameters. A crossover's ``n_parents``
+            (default 2) sets how many parents it takes.
+        elitism: The best ``elitism`` members of a role are never culled.
+        ranking: Scheme whose order ranks members for culling (distinct, best first:
+            ``rating_lcb``, ``truncation``, ``nsga2``, ``nsga3``, ``spea2``, ``novelty``...).
+    """
+
+    replace_every: int = 10
+    cull_fraction: float = 0.25
+    selection: str = "rating_lcb"
+    selection_params: Mapping[str, Any] = field(default_factory=dict)
+    operators: Mapping[str, float] = field(default_factory=lambda: {"svd_merge": 0.5, "gaussian": 0.5})
+    operator_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    elitism: int = 0
+    ranking: str = "rating_lcb"
+
+    def __post_init__(self) -> None:
+        if self.replace_every < 0:
+            raise ValueError(f"ReplacementConfig.replace_every must be >= 0, got {self.replace_every}")
+        if not 0.0 <= self.cull_fraction <= 1.0:
+            raise ValueError(f"ReplacementConfig.cull_fraction must be in [0, 1], got {self.cull_fraction}")
+        if self.elitism < 0:
+            raise ValueError(f"ReplacementConfig.elitism must be >= 0, got {self.elitism}")
+        if not self.operators or any(w < 0 for w in self.operators.values()) or sum(self.operators.values()) <= 0:
+            raise ValueError(f"ReplacementConfig.operators needs non-negative weights, not all zero: {dict(self.operators)}")
+
+    def due(self, step: int) -> bool:
+        """Whether replacement runs after ``step`` (0-based): every ``replace_every`` steps."""
+        return self.replace_every > 0 and (step + 1) % self.replace_every == 0
+
+
+class EvolutionLoop:
+    """Selection, variation and replacement over a :class:`Population`, with lineage recorded.
+
+    Environments call :meth:`replace` every ``replace_every`` steps (PopuLoRA): per role, rank
+    the members, cull the bottom fraction, select parents among the survivors, make children
+    with a weighted mix of operators, record every birth and death, and start children at a
+    fresh rating. Generic optimisers use :meth:`ask` / :meth:`tell` instead (mu + lambda).
+
+    Args:
+        population: The population to evolve (shared with the environment).
+        lineage: Where births and deaths are recorded.
+        config: Replacement settings.
+        rng: ``numpy.random.Generator`` (or an int seed) for every selection and operator choice;
+            a ``torch.Generator`` for the operators is seeded from it.
+        objectives: Role -> objective names (or :class:`redqueen.fitness.Objectives`) that set
+            members' fitness before ranking and selection. Roles without an entry use
+            ``("rating",)`` (mu - 3 sigma) when every member is rated, else keep their fitness.
+
+    Raises:
+        UnknownNameError: If an operator name is in neither operator registry.
+    """
+
+    def __init__(
+        self,
+        population: Population,
+        lineage: Lineage,
+        config: ReplacementConfig | None = None,
+        rng: np.random.Generator | int | None = None,
+        *,
+        objectives: Mapping[str, Sequence[str] | Objectives] | None = None,
+    ) -> None:
+        from redqueen.evo.operators import CROSSOVERS, MUTATIONS
+
+        self.population, self.lineage = population, lineage
+        self.config = config or ReplacementConfig()
+        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        self.torch_rng = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
+        self.objectives = {
+            role: spec if isinstance(spec, Objectives) else Objectives(tuple(spec))
+            for role, spec in (objectives or {}).items()
+        }
+        self._kinds: dict[str, str] = {}
+        for name in self.config.operators:
+            if name in MUTATIONS:
+                self._kinds[name] = "mutation"
+            elif name in CROSSOVERS:
+                self._kinds[name] = "crossover"
+            else:
+                CROSSOVERS[name]  # raises UnknownNameError listing the crossovers
+        self._pending: list[Individual] | None = None
+        self._sizes: dict[str, int] = {}
+
+    # -- replacement -----------------------------------------------------------------------
+    def replace(self, step: int, ratings: RatingSystem | None = None) -> tuple[list[Individual], list[str]]:
+        """Cull and refill every role once; returns ``(births, deaths)``.
+
+        Args:
+            step: Current step (stamped on births and deaths).
+            ratings: Ratings to read members' (mu, sigma) from; children get fresh ratings here.
+        """
+        self.sync_ratings(ratings)
+        births: list[Individual] = []
+        deaths: list[str] = []
+        for role in self.population.roles:
+            members = self.population.members(role)
+            n = len(members)
+            n_cull = min(max(1, round(self.config.cull_fraction * n)), n - max(1, self.config.elitism))
+            if self.config.cull_fraction <= 0 or n_cull <= 0:
+                continue
+            ranked = [members[i] for i in self.rank(role, members)]
+            survivors, culled = ranked[:-n_cull], ranked[-n_cull:]
+            children = self._breed(role, survivors, n_cull, step)
+            for dead in culled:
+                self.population.kill(dead.id, step)
+                self.lineage.record_death(dead.id, step, dead)
+                deaths.append(dead.id)
+            for child in children:
+                self._admit(child, step, ratings)
+                births.append(child)
+        return births, deaths
+
+    def rank(self, role: str, members: Sequence[Individual]) -> list[int]:
+        """Indices of ``members`` best first, by the configured ranking scheme."""
+        self.assign_fitness(role, members)
+        order = select(self.config.ranking, members, len(members), rng=self.rng)
+        seen: dict[int, None] = dict.fromkeys(order)
+        return list(seen) + [i for i in range(len(members)) if i not in seen]
+
+    def assign_fitness(self, role: str, members: Sequence[Individual]) -> None:
+        """Set members' fitness from the role's objectives (or their rating; see the class doc)."""
+        if role in self.objectives:
+            self.objectives[role].assign(members)
+        elif members and all(m.rating is not None for m in members):
+            Objectives(("rating",)).assign(members)
+
+    def sync_ratings(self, ratings: RatingSystem | None) -> None:
+        """Copy (mu, sigma) from ``ratings`` onto the living members that have one."""
+        if ratings is None:
+            return
+        for ind in self.population.living:
+            if ind.id in ratings:
+                ind.rating = ratings.get(ind.id)
+
+    # -- ask / tell ------------------------------------------------------------------------
+    def ask(self, step: int, *, n: int | Mapping[str, int] | None = None) -> list[Individual]:
+        """Propose children for evaluation (births are recorded now; members are not yet added).
+
+        Args:
+            step: Current step (the children's birth).
+            n: Children per role: an int for every role, a mapping, or ``None`` for as many
+                as each role has members.
+
+        Raises:
+            RuntimeError: If the previous ``ask`` was not answered by :meth:`tell`.
+        """
+        if self._pending is not None:
+            raise RuntimeError("EvolutionLoop.ask called twice; call tell() with the evaluated children first")
+        children: list[Individual] = []
+        self._sizes = {}
+        for role in self.population.roles:
+            members = self.population.members(role)
+            count = len(members) if n is None else (n if isinstance(n, int) else n.get(role, 0))
+            if not members or count <= 0:
+                continue
+            self._sizes[role] = len(members)
+            ranked = [members[i] for i in self.rank(role, members)]
+            for child in self._breed(role, ranked, count, step):
+                self.lineage.record_birth(child, step)
+                children.append(child)
+        self._pending = children
+        return children
+
+    def tell(self, step: int, children: Sequence[Individual] | None = None) -> tuple[list[Individual], list[str]]:
+        """Insert evaluated children and cut each role back to its size (mu + lambda survival).
+
+        Children need a valid fitness (or rating, or the role's objectives). Returns
+        ``(births, deaths)``; a child that does not survive is recorded as dying at ``step``.
+
+        Raises:
+            RuntimeError: If :meth:`ask` was not called first.
+        """
+        if self._pending is None:
+            raise RuntimeError("EvolutionLoop.tell called before ask()")
+        children = list(self._pending if children is None else children)
+        self._pending = None
+        for child in children:
+            self.population.add(child)
+        deaths: list[str] = []
+        for role, size in self._sizes.items():
+            members = self.population.members(role)
+            ranked = [members[i] for i in self.rank(role, members)]
+            for dead in ranked[size:]:
+                self.population.kill(dead.id, step)
+                self.lineage.record_death(dead.id, step, dead)
+                deaths.append(dead.id)
+        return [c for c in children if c.alive], deaths
+
+    # -- internals -------------------------------------------------------------------------
+    def _breed(self, role: str, parents: Sequence[Individual], count: int, step: int) -> list[Individual]:
+        """``count`` children of ``parents`` (ranked best first) by the operator mix."""
+        from redqueen.evo.operators import crossover, mutate
+
+        names = list(self.config.operators)
+        weights = np.asarray([self.config.operators[n] for n in names], dtype=float)
+        ops = [names[i] for i in self.rng.choice(len(names), size=count, p=weights / weights.sum())]
+        arity = [self._arity(op) for op in ops]
+        if parents:
+            self.assign_fitness(role, parents)
+        picks = select(
+            self.config.selection, parents, sum(arity), rng=self.rng, **dict(self.config.selection_params)
+        )
+        children, offset = [], 0
+        for op, a in zip(ops, arity, strict=True):
+            chosen = sorted(picks[offset : offset + a])  # parents are ranked: best first
+            offset += a
+            group = [parents[i] for i in chosen]
+            params = {k: v for k, v in self.config.operator_params.get(op, {}).items() if k != "n_parents"}
+            if self._kinds[op] == "mutation":
+                genome = mutate(op, group[0].genome, rng=self.torch_rng, **params)
+            else:
+                genome = crossover(op, [p.genome for p in group], rng=self.torch_rng, **params)
+            children.append(
+                Individual(
+                    self.population.new_id(role), role, genome, group[0].fitness.weights,
+                    parents=[p.id for p in group], operator=op, operator_params=params, birth=step,
+                )
+            )
+        return children
+
+    def _arity(self, op: str) -> int:
+        if self._kinds[op] == "mutation":
+            return 1
+        return max(1, int(self.config.operator_params.get(op, {}).get("n_parents", 2)))
+
+    def _admit(self, child: Individual, step: int, ratings: RatingSystem | None) -> None:
+        self.population.add(child)
+        self.lineage.record_birth(child, step)
+        if ratings is not None:
+            child.rating = ratings.add(child.id)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """RNG states (numpy and torch), so a resumed run draws the same choices."""
+        return {"rng": self.rng.bit_generator.state, "torch_rng": self.torch_rng.get_state()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.rng.bit_generator.state = state["rng"]
+        self.torch_rng.set_state(state["torch_rng"])

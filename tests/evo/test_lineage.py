@@ -1,0 +1,75 @@
+"""Lineage: births and deaths, ALife CSV round trip, networkx view, phylogenetic diversity."""
+
+from __future__ import annotations
+
+import pytest
+
+from redqueen.evo import Individual, Lineage
+
+
+def _tree() -> Lineage:
+    """Two founders a, b; c = a x b at step 1; d = mutant of c at step 2; a dies at 2."""
+    lin = Lineage()
+    a = Individual("t-0000", "teacher")
+    a.rating = (25.0, 8.0)
+    lin.record_birth(a, 0)
+    lin.record_birth(Individual("t-0001", "teacher"), 0)
+    c = Individual("t-0002", "teacher", parents=["t-0000", "t-0001"], operator="svd_merge",
+                   operator_params={"weights": (0.5, 0.5)}, birth=1)
+    c.objectives["solve_rate"] = 0.25
+    lin.record_birth(c, 1)
+    lin.record_birth(Individual("t-0003", "teacher", parents=["t-0002"], operator="gaussian",
+                                operator_params={"std": 0.01}, birth=2), 2)
+    lin.record_death("t-0000", 2, a)
+    return lin
+
+
+def test_births_need_recorded_parents():
+    lin = Lineage()
+    with pytest.raises(ValueError, match="never recorded"):
+        lin.record_birth(Individual("t-0005", "teacher", parents=["t-0004"]), 3)
+    lin.record_birth(Individual("t-0000", "teacher"), 0)
+    with pytest.raises(ValueError, match="already"):
+        lin.record_birth(Individual("t-0000", "teacher"), 0)
+
+
+def test_alife_csv_round_trip(tmp_path):
+    lin = _tree()
+    path = lin.to_csv(tmp_path / "lineage.csv")
+    header = path.read_text().splitlines()[0].split(",")
+    assert header[:4] == ["id", "ancestor_list", "origin_time", "destruction_time"]
+    text = path.read_text()
+    assert "[none]" in text and '"[0, 1]"' in text
+    back = Lineage.from_csv(path)
+    assert [r.name for r in back.records] == [r.name for r in lin.records]
+    for old, new in zip(lin.records, back.records, strict=True):
+        assert (old.parents, old.operator, old.origin_time, old.destruction_time) == (
+            new.parents, new.operator, new.origin_time, new.destruction_time)
+        assert new.operator_params == old.operator_params
+        assert new.fitness == pytest.approx(old.fitness)
+        assert all(p in back for p in new.parents)
+    assert back["t-0000"].fitness["rating_lcb"] == pytest.approx(1.0)
+
+
+def test_from_csv_rejects_unknown_ancestor(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("id,ancestor_list,origin_time\n0,[none],0\n1,[7],1\n")
+    with pytest.raises(ValueError, match="ancestor 7"):
+        Lineage.from_csv(path)
+
+
+def test_networkx_and_phylogenetic_measures():
+    lin = _tree()
+    g = lin.to_networkx()
+    assert set(g.predecessors("t-0002")) == {"t-0000", "t-0001"}
+    assert g.nodes["t-0003"]["operator"] == "gaussian"
+    assert lin.ancestors("t-0003") == {"t-0000", "t-0001", "t-0002"}
+    # Living: t-0001, t-0002, t-0003. Edges ancestral to them: 0->2, 1->2, 2->3.
+    assert lin.phylogenetic_diversity() == 3.0
+    # distances: (1,2)=1, (1,3)=2, (2,3)=1 -> mean 4/3
+    assert lin.mean_pairwise_distance() == pytest.approx(4 / 3)
+    assert lin.phylogenetic_diversity(branch_length="time") == 1 + 1 + 1
+    state = lin.state_dict()
+    again = Lineage()
+    again.load_state_dict(state)
+    assert again.records == lin.records

@@ -1,0 +1,150 @@
+"""Selection schemes: valid, reproducible indices; agreement with pymoo and DEAP; behaviour."""
+
+from __future__ import annotations
+
+import deap.tools
+import numpy as np
+import pytest
+from pymoo.core.population import Population as PymooPopulation
+from pymoo.core.problem import Problem
+from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
+from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+from redqueen._registry import UnknownNameError
+from redqueen.evo import Individual
+from redqueen.evo.selection import SELECTIONS, select
+from redqueen.fitness import NoveltyArchive
+
+
+def _population(n: int = 12, m: int = 2, seed: int = 0) -> list[Individual]:
+    rng = np.random.default_rng(seed)
+    inds = []
+    for i in range(n):
+        ind = Individual(f"x-{i:04d}", "x", fitness_weights=(1.0,) * m)
+        ind.fitness.values = tuple(rng.random(m))
+        ind.cases = rng.random(6)
+        ind.descriptor = rng.random(2)
+        ind.rating = (25.0 + 3 * rng.normal(), 8.0 * rng.random() + 0.5)
+        inds.append(ind)
+    return inds
+
+
+@pytest.mark.parametrize("name", sorted(SELECTIONS))
+def test_every_scheme_returns_valid_reproducible_indices(name):
+    inds = _population()
+    for k in (1, 5, 20):
+        a = select(name, inds, k, rng=np.random.default_rng(3))
+        b = select(name, inds, k, rng=np.random.default_rng(3))
+        assert a == b and len(a) == k and all(0 <= i < len(inds) for i in a)
+
+
+def test_select_checks_its_arguments():
+    inds = _population(4)
+    with pytest.raises(UnknownNameError, match="tournament"):
+        select("no_such_scheme", inds, 2, rng=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="Generator"):
+        select("tournament", inds, 2, rng=0)
+    inds[1].fitness.delValues()
+    with pytest.raises(ValueError, match="x-0001"):
+        select("tournament", inds, 2, rng=np.random.default_rng(0))
+    assert select("tournament", inds, 0, rng=np.random.default_rng(0)) == []
+
+
+def test_nsga2_matches_pymoo_and_deap_fronts():
+    for seed in range(5):
+        inds = _population(20, m=2, seed=seed)
+        w = np.asarray([i.fitness.wvalues for i in inds])
+        k = 10
+        ours = select("nsga2", inds, k, rng=np.random.default_rng(0))
+        assert len(set(ours)) == k
+        # pymoo RankAndCrowding on the same (minimised) values.
+        pop = PymooPopulation.new(F=-w, index=np.arange(len(inds)))
+        theirs = RankAndCrowding().do(Problem(n_var=1, n_obj=2), pop, n_survive=k, random_state=np.random.default_rng(0))
+        assert set(ours) == {int(i) for i in theirs.get("index")}
+        # DEAP selNSGA2: same non-dominated ranks of the survivors and same first front.
+        deap_sel = deap.tools.selNSGA2(list(inds), k)
+        fronts = NonDominatedSorting().do(-w)
+        rank = {int(i): r for r, front in enumerate(fronts) for i in front}
+        by_id = {id(ind): j for j, ind in enumerate(inds)}
+        deap_idx = [by_id[id(ind)] for ind in deap_sel]
+        assert sorted(rank[i] for i in ours) == sorted(rank[i] for i in deap_idx)
+        first = set(int(i) for i in fronts[0])
+        if len(first) <= k:
+            assert first <= set(ours) and first <= set(deap_idx)
+        deap_first = deap.tools.sortNondominated(list(inds), len(inds), first_front_only=True)[0]
+        assert {by_id[id(ind)] for ind in deap_first} == first
+
+
+def test_truncation_and_rating_lcb_rank_best_first():
+    inds = _population(6, m=1)
+    best = int(np.argmax([i.fitness.values[0] for i in inds]))
+    assert select("truncation", inds, 1, rng=np.random.default_rng(0)) == [best]
+    lcb = [i.rating[0] - 3 * i.rating[1] for i in inds]
+    assert select("rating_lcb", inds, 6, rng=np.random.default_rng(0)) == list(np.argsort(lcb)[::-1])
+
+
+def test_tournament_never_picks_the_worst_with_full_tournaments():
+    inds = _population(5, m=1)
+    worst = int(np.argmin([i.fitness.values[0] for i in inds]))
+    picks = select("tournament", inds, 50, rng=np.random.default_rng(0), tournsize=5)
+    assert worst not in picks
+
+
+@pytest.mark.parametrize("name", ["lexicase", "epsilon_lexicase"])
+def test_lexicase_prefers_the_specialist_on_its_case(name):
+    inds = _population(5, m=1)
+    for ind in inds:
+        ind.cases = np.full(4, 0.5)
+    specialist = inds[3]
+    specialist.cases = np.array([1.0, 0.0, 0.0, 0.0])
+    for other in inds:
+        if other is not specialist:
+            other.cases = np.array([0.2, 0.6, 0.6, 0.6])
+    picks = select(name, inds, 400, rng=np.random.default_rng(0))
+    share = picks.count(3) / len(picks)
+    # The specialist wins whenever case 0 comes first: one time in four.
+    assert 0.15 < share < 0.35
+
+
+def test_novelty_ranks_an_isolated_descriptor_above_a_crowded_one():
+    inds = _population(6)
+    for j, ind in enumerate(inds):
+        ind.descriptor = np.array([0.1 + 0.01 * j, 0.1])
+    inds[4].descriptor = np.array([0.9, 0.9])
+    assert select("novelty", inds, 1, rng=np.random.default_rng(0), neighbours=2) == [4]
+    # An archive around the isolated point makes it crowded.
+    archive = NoveltyArchive(k=2)
+    archive.add(np.array([[0.9, 0.91], [0.91, 0.9], [0.9, 0.89]]))
+    assert select("novelty", inds, 1, rng=np.random.default_rng(0), archive=archive, neighbours=2) != [4]
+
+
+def test_map_elites_draws_only_cell_elites():
+    inds = _population(8, m=1)
+    for j, ind in enumerate(inds):
+        ind.descriptor = np.array([0.1 if j < 4 else 0.9])
+        ind.fitness.values = (float(j % 4),)
+    picks = set(select("map_elites", inds, 50, rng=np.random.default_rng(0), bins=2))
+    assert picks == {3, 7}
+
+
+def test_novelty_lc_keeps_an_isolated_good_member():
+    inds = _population(8, m=1)
+    for j, ind in enumerate(inds):
+        ind.descriptor = np.array([0.01 * j, 0.0])
+        ind.fitness.values = (0.1,)
+    inds[5].descriptor = np.array([1.0, 1.0])
+    inds[5].fitness.values = (1.0,)
+    assert 5 in select("novelty_lc", inds, 2, rng=np.random.default_rng(0), neighbours=3)
+
+
+def test_custom_scheme_registers_and_runs():
+    @SELECTIONS.register("first_member_test", overwrite=True)
+    def first_member(individuals, k, *, rng):
+        """Always the first member."""
+        return [0] * k
+
+    try:
+        assert select("first_member_test", _population(3), 3, rng=np.random.default_rng(0)) == [0, 0, 0]
+        assert SELECTIONS.describe("first_member_test") == "Always the first member."
+    finally:
+        SELECTIONS._items.pop("first_member_test")
