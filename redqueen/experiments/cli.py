@@ -1,19 +1,52 @@
-"""The ``redqueen`` command line."""
+"""The ``redqueen`` command line.
+
+``run`` starts an experiment from a preset or YAML file, ``resume`` continues one from its run
+directory, ``plot`` redraws its plots, ``export`` copies a member's adapter out as a PEFT folder,
+and ``list`` shows every registry (operators, selections, environments, presets, plots, ...).
+Bad input exits with status 2 and one line naming the field or file, never a traceback.
+"""
 
 from __future__ import annotations
 
 import importlib
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from redqueen._registry import ALL_REGISTRIES
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="LoRA adapters as genomes.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="LoRA adapters as genomes.",
+)
 
 #: Modules whose import fills the registries that ``redqueen list`` shows.
-PLUGIN_MODULES = ("redqueen.evo.operators",)
+PLUGIN_MODULES = (
+    "redqueen.evo.operators",
+    "redqueen.experiments.plots",
+)
+
+#: Exit status for bad input (unknown key, wrong type, missing file, unknown member, ...).
+EXIT_BAD_INPUT = 2
+#: Exit status of a run stopped by SIGINT after writing its checkpoint.
+EXIT_INTERRUPTED = 130
 
 
 @app.callback()
@@ -27,10 +60,156 @@ def load_plugins() -> None:
         importlib.import_module(module)
 
 
+def _one_line(error: BaseException) -> str:
+    text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+    text = " ".join(text.split()) or type(error).__name__
+    return text
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``error: <message>`` as one line on stderr and return the exit to raise."""
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+@contextmanager
+def bad_input_exits() -> Iterator[None]:
+    """Turn the errors bad input raises (config, paths, registries, files) into exit status 2."""
+    try:
+        yield
+    except (ValueError, KeyError, OSError) as error:
+        raise fail(_one_line(error)) from None
+
+
+def _default_out(source: str) -> Path:
+    name = Path(source).stem if Path(source).suffix in (".yaml", ".yml") else source
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path("runs") / f"{name}-{stamp}"
+    suffix = 2
+    while out.exists():
+        out = Path("runs") / f"{name}-{stamp}-{suffix}"
+        suffix += 1
+    return out
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
+def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..., None]]:
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[stats]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    task = progress.add_task(
+        runner.run_dir.path.name, total=runner.steps, completed=runner.step_count, stats=""
+    )
+
+    def on_step(record: Any, current: Any) -> None:
+        metrics = current.last_metrics
+        stats = (
+            f"solve {_fmt(metrics.get('solve_rate'))}  teacher {_fmt(metrics.get('teacher_reward'))}"
+            f"  valid {_fmt(metrics.get('valid_share'))}  best {_fmt(metrics.get('best_rating'))}"
+        )
+        progress.update(task, completed=current.step_count, stats=stats)
+
+    return progress, on_step
+
+
+def _drive(runner: Any) -> None:
+    """Run to the end with a live progress bar, report, and exit 130 when interrupted."""
+    console = Console(stderr=True)
+    for note in getattr(runner.monitor, "notes", []):
+        console.print(f"note: {note}")
+    progress, on_step = _live_progress(console, runner)
+    try:
+        with progress:
+            result = runner.run(callbacks=[on_step])
+    finally:
+        runner.close()
+    for note in result.plot_notes:
+        console.print(f"plot {note}")
+    if result.interrupted:
+        console.print(
+            f"interrupted after step {result.steps_done}/{result.steps_total}; checkpoint written."
+            f" Continue with: redqueen resume {result.path}"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED)
+    typer.echo(f"run complete: {result.steps_done} steps in {result.path}")
+
+
+@app.command("run")
+def run_command(
+    preset_or_yaml: str = typer.Argument(..., help="A preset name (see `redqueen list`) or a YAML file."),
+    out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<preset>-<time>)."),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", help="Dotted key=value override, e.g. --set steps=2 (repeatable)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write plots at the end."),
+) -> None:
+    """Start an experiment and write its run directory."""
+    from redqueen.experiments.config import load_config
+    from redqueen.experiments.runner import start_run
+
+    with bad_input_exits():
+        load_plugins()
+        config = load_config(preset_or_yaml, list(overrides or ()))
+        runner = start_run(config, out if out is not None else _default_out(preset_or_yaml), plots=plots)
+    _drive(runner)
+
+
+@app.command("resume")
+def resume_command(
+    run_dir: Path = typer.Argument(..., help="The run directory to continue."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write plots at the end."),
+) -> None:
+    """Continue a run from its latest checkpoint."""
+    from redqueen.experiments.runner import resume_run
+
+    with bad_input_exits():
+        load_plugins()
+        runner = resume_run(run_dir, plots=plots)
+    _drive(runner)
+
+
+@app.command("plot")
+def plot_command(run_dir: Path = typer.Argument(..., help="The run directory.")) -> None:
+    """Draw the plots of a run into DIR/plots/ from its logs and lineage."""
+    from redqueen.experiments.plots import make_plots
+
+    with bad_input_exits():
+        load_plugins()
+        report = make_plots(run_dir)
+    for path in report.written:
+        typer.echo(str(path))
+    for note in report.notes:
+        typer.echo(f"note: {note}", err=True)
+
+
+@app.command("export")
+def export_command(
+    run_dir: Path = typer.Argument(..., help="The run directory."),
+    member_id: str = typer.Argument(..., help="Id of a living member, e.g. teacher-0003."),
+    out: Path = typer.Argument(..., help="Folder to write the PEFT adapter to."),
+) -> None:
+    """Write a member's adapter as a PEFT folder (PeftModel.from_pretrained loads it)."""
+    from redqueen.experiments.rundir import export_adapter
+
+    with bad_input_exits():
+        path = export_adapter(run_dir, member_id, out)
+    typer.echo(str(path))
+
+
 @app.command("list")
 def list_registries() -> None:
     """Show every registered operator, selection scheme, environment and preset."""
-    load_plugins()
+    with bad_input_exits():
+        load_plugins()
     console = Console()
     for kind, registry in sorted(ALL_REGISTRIES.items()):
         table = Table(title=kind, show_header=False, title_justify="left")
@@ -39,6 +218,18 @@ def list_registries() -> None:
         console.print(table)
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: usage errors are one line and exit 2, like bad input."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args:
+        args = ["--help"]
+    try:
+        code = app(args, prog_name="redqueen", standalone_mode=False)
+    except typer.Abort:
+        sys.exit(EXIT_INTERRUPTED)
+    except typer.TyperException as error:  # the argument parser's usage errors
+        format_message = getattr(error, "format_message", None)
+        message = format_message() if callable(format_message) else str(error)
+        typer.echo(f"error: {' '.join(message.split())}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    sys.exit(code if isinstance(code, int) else 0)

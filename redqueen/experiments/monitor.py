@@ -1,0 +1,126 @@
+"""Live monitoring: each step's metrics also go to TensorBoard and Weights & Biases.
+
+The run directory's ``metrics.jsonl`` is the record; these sinks are for watching a run as it
+goes. TensorBoard is used whenever it is installed (``torch.utils.tensorboard`` needs the
+``tensorboard`` package) unless the configuration turns it off; Weights & Biases only when the
+configuration enables it and ``wandb`` is installed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def tensorboard_available() -> bool:
+    """Whether ``torch.utils.tensorboard`` can be imported here."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def wandb_available() -> bool:
+    """Whether the ``wandb`` package is installed."""
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
+    out = {}
+    for key, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if math.isfinite(value):
+            out[key] = float(value)
+    return out
+
+
+class Monitor:
+    """Sends step metrics to the live-monitoring backends that are enabled and installed.
+
+    Args:
+        log_dir: The run directory; TensorBoard events go to ``<log_dir>/tensorboard``.
+        tensorboard: ``True``/``None``: use TensorBoard when installed; ``False``: never.
+        wandb: Use Weights & Biases (when installed).
+        wandb_project: W&B project name.
+        wandb_entity: W&B entity (team or user); ``None`` uses the default.
+        run_name: Name (and W&B id) of the run, so a resumed run continues the same W&B run.
+        config: Resolved configuration, recorded by W&B.
+        start_step: First step this process will log; TensorBoard drops events from an
+            interrupted earlier process at or after it, so resumed curves have no doubles.
+
+    Attributes:
+        notes: One line per backend that was asked for but is not available.
+    """
+
+    def __init__(
+        self,
+        *,
+        log_dir: str | Path,
+        tensorboard: bool | None = None,
+        wandb: bool = False,
+        wandb_project: str = "redqueen",
+        wandb_entity: str | None = None,
+        run_name: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        start_step: int = 0,
+    ) -> None:
+        self.notes: list[str] = []
+        self._tb = None
+        self._wandb = None
+        if tensorboard is not False:
+            if tensorboard_available():
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(
+                    log_dir=str(Path(log_dir) / "tensorboard"),
+                    purge_step=start_step if start_step > 0 else None,
+                )
+            elif tensorboard:
+                self.notes.append("tensorboard is enabled but not installed; skipping it")
+        if wandb:
+            if wandb_available():
+                import wandb as wandb_module
+
+                self._wandb = wandb_module.init(
+                    project=wandb_project,
+                    entity=wandb_entity,
+                    name=run_name,
+                    id=run_name,
+                    resume="allow",
+                    dir=str(log_dir),
+                    config=dict(config or {}),
+                )
+            else:
+                self.notes.append("wandb is enabled but not installed; skipping it")
+
+    @property
+    def backends(self) -> list[str]:
+        """Names of the active backends."""
+        return [name for name, sink in (("tensorboard", self._tb), ("wandb", self._wandb)) if sink]
+
+    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
+        """Record one step's numeric metrics (non-numeric and non-finite values are skipped)."""
+        scalars = _scalars(metrics)
+        if self._tb is not None:
+            for key, value in scalars.items():
+                self._tb.add_scalar(key, value, global_step=step)
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log(scalars, step=step)
+
+    def close(self) -> None:
+        """Flush and close every backend (safe to call twice)."""
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None

@@ -1,0 +1,400 @@
+"""Plots of a run, drawn from its run directory alone (``redqueen plot DIR``).
+
+Every plot is a function ``(RunData) -> Figure`` registered in :data:`PLOTS`; it raises
+:class:`SkipPlot` with a reason when the run has no data for it (a surrogate run has no task
+types, a single-objective run no Pareto front), and :func:`make_plots` turns that into a note.
+A new plot is one decorated function::
+
+    @PLOTS.register("my_plot")
+    def my_plot(data: RunData) -> Figure:
+        ...
+
+Objective values are taken as "larger is better" (ratings, rewards, solve rates).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from redqueen._registry import Registry  # noqa: E402
+from redqueen.experiments.rundir import RunDirectory  # noqa: E402
+
+ROLE_COLOURS = {"teacher": "tab:red", "student": "tab:blue", "solo": "tab:green"}
+
+
+class SkipPlot(Exception):
+    """Raised by a plot function when the run holds no data for it; the message says why."""
+
+
+@dataclass
+class RunData:
+    """The rows of a run directory's logs and lineage, as plots read them.
+
+    Attributes:
+        path: The run directory.
+        metrics: ``metrics.jsonl`` rows.
+        tasks: ``tasks.jsonl`` rows.
+        ratings: ``ratings.jsonl`` rows.
+        lineage: ``lineage.csv`` rows (strings, as the CSV holds them).
+    """
+
+    path: Path
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    ratings: list[dict[str, Any]] = field(default_factory=list)
+    lineage: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlotReport:
+    """What :func:`make_plots` wrote and what it skipped.
+
+    Attributes:
+        written: Paths of the PNG files written.
+        notes: One line per skipped plot, naming it and the reason.
+    """
+
+    written: list[Path]
+    notes: list[str]
+
+
+#: Plot functions by name; each writes ``plots/<name>.png``.
+PLOTS: Registry[Callable[[RunData], Figure]] = Registry("plot")
+
+
+def load_run_data(path: str | os.PathLike[str]) -> RunData:
+    """Read the logs and ``lineage.csv`` of a run directory (absent files read as empty).
+
+    Raises:
+        RunDirectoryError: If ``path`` is not a run directory or a log line is not JSON.
+    """
+    run_dir = RunDirectory(path)
+    run_dir.require()
+    lineage: list[dict[str, str]] = []
+    if run_dir.lineage_path.is_file():
+        with open(run_dir.lineage_path, newline="", encoding="utf-8") as handle:
+            lineage = list(csv.DictReader(handle))
+    return RunData(
+        path=run_dir.path,
+        metrics=run_dir.read_log("metrics"),
+        tasks=run_dir.read_log("tasks"),
+        ratings=run_dir.read_log("ratings"),
+        lineage=lineage,
+    )
+
+
+def make_plots(
+    path: str | os.PathLike[str], *, out_dir: str | os.PathLike[str] | None = None
+) -> PlotReport:
+    """Write every registered plot of a run as ``<out_dir>/<name>.png``.
+
+    Args:
+        path: The run directory.
+        out_dir: Where the PNG files go; default ``<path>/plots``.
+
+    Returns:
+        The files written and a note per plot skipped for lack of data.
+    """
+    data = load_run_data(path)
+    target = Path(out_dir) if out_dir is not None else data.path / "plots"
+    target.mkdir(parents=True, exist_ok=True)
+    written, notes = [], []
+    for name in PLOTS:
+        try:
+            figure = PLOTS[name](data)
+        except SkipPlot as reason:
+            notes.append(f"{name}: skipped ({reason})")
+            continue
+        file = target / f"{name}.png"
+        figure.tight_layout()
+        figure.savefig(file, dpi=110, bbox_inches="tight")
+        plt.close(figure)
+        written.append(file)
+    return PlotReport(written, notes)
+
+
+# ---------------------------------------------------------------- helpers
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for row in rows:
+        x, y = _number(row.get("step")), _number(row.get(key))
+        if x is not None and y is not None:
+            xs.append(x)
+            ys.append(y)
+    return xs, ys
+
+
+def _plot_metric_panels(data: RunData, panels: list[list[str]], title: str) -> Figure:
+    shown = [[k for k in keys if _series(data.metrics, k)[0]] for keys in panels]
+    shown = [keys for keys in shown if keys]
+    if not shown:
+        wanted = ", ".join(k for keys in panels for k in keys)
+        raise SkipPlot(f"metrics.jsonl has none of {wanted}")
+    figure, axes = plt.subplots(len(shown), 1, figsize=(7, 2.6 * len(shown)), squeeze=False)
+    for ax, keys in zip(axes[:, 0], shown, strict=True):
+        for key in keys:
+            ax.plot(*_series(data.metrics, key), marker=".", label=key)
+        ax.set_ylabel(" / ".join(keys) if len(keys) == 1 else "value")
+        ax.legend(fontsize="small")
+        ax.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("step")
+    axes[0, 0].set_title(title)
+    return figure
+
+
+def _parse_ancestors(text: str) -> list[str]:
+    inner = (text or "").strip().strip("[]")
+    parts = [p.strip().strip("'\"") for p in inner.split(",")]
+    return [p for p in parts if p and p.lower() not in ("none", "nan")]
+
+
+def _last_rows_by_member(ratings: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    last: dict[str, dict[str, Any]] = {}
+    for row in ratings:
+        if "id" in row:
+            last[str(row["id"])] = row
+    return last
+
+
+def _objective_matrix(rows: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
+    names: list[str] = []
+    for row in rows:
+        for name in row.get("objectives") or {}:
+            if name not in names:
+                names.append(name)
+    values = [[_number((row.get("objectives") or {}).get(n)) for n in names] for row in rows]
+    matrix = np.array(
+        [v for v in values if all(x is not None for x in v)], dtype=float
+    ).reshape(-1, len(names))
+    return names, matrix
+
+
+def _hypervolume(points: np.ndarray, reference: np.ndarray) -> float:
+    """Hypervolume of maximised ``points`` dominated above ``reference`` (pymoo's HV)."""
+    from pymoo.indicators.hv import HV
+
+    return float(HV(ref_point=-reference)(-points))
+
+
+def _nondominated(points: np.ndarray) -> np.ndarray:
+    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
+
+    return NonDominatedSorting().do(-points, only_non_dominated_front=True)
+
+
+# ------------------------------------------------------------------ plots
+@PLOTS.register("performance")
+def plot_performance(data: RunData) -> Figure:
+    """Student solve rate, teacher reward and valid-task share over time."""
+    per_type = sorted({k for row in data.metrics for k in row if k.startswith("solve_rate/")})
+    panels = [["solve_rate", *per_type], ["teacher_reward"], ["valid_share"]]
+    return _plot_metric_panels(data, panels, "student solve rate and teacher reward")
+
+
+@PLOTS.register("diversity")
+def plot_diversity(data: RunData) -> Figure:
+    """Genotypic (weight-space) and behavioural diversity of the population over time."""
+    panels = [["genotypic_diversity"], ["behavioural_diversity"], ["coverage"]]
+    return _plot_metric_panels(data, panels, "population diversity")
+
+
+@PLOTS.register("complexity")
+def plot_complexity(data: RunData) -> Figure:
+    """Mean complexity of valid proposed tasks per step, one line per task type."""
+    sums: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in data.tasks:
+        value, step = _number(row.get("complexity")), _number(row.get("step"))
+        if row.get("task_type") and value is not None and step is not None:
+            sums[str(row["task_type"])][step].append(value)
+    if not sums:  # fall back on per-type metrics
+        for key in sorted({k for row in data.metrics for k in row if k.startswith("complexity/")}):
+            for x, y in zip(*_series(data.metrics, key), strict=True):
+                sums[key.split("/", 1)[1]][x].append(y)
+    if not sums:
+        raise SkipPlot("no task types with a complexity in tasks.jsonl or metrics.jsonl")
+    figure, ax = plt.subplots(figsize=(7, 3.5))
+    for task_type in sorted(sums):
+        steps = sorted(sums[task_type])
+        ax.plot(steps, [np.mean(sums[task_type][s]) for s in steps], marker=".", label=task_type)
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean complexity of valid tasks")
+    ax.set_title("task complexity per task type")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return figure
+
+
+@PLOTS.register("ratings")
+def plot_ratings(data: RunData) -> Figure:
+    """Each member's latest rating, mu +- sigma, and every member's mu over time."""
+    last = _last_rows_by_member(data.ratings)
+    members = [m for m, r in last.items() if _number(r.get("mu")) is not None]
+    if not members:
+        raise SkipPlot("ratings.jsonl has no rows with mu")
+    members.sort(key=lambda m: (str(last[m].get("role", "")), -float(last[m]["mu"])))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, max(3.0, 0.25 * len(members) + 1.5)))
+    for y, member in enumerate(members):
+        row = last[member]
+        colour = ROLE_COLOURS.get(str(row.get("role")), "tab:gray")
+        sigma = _number(row.get("sigma")) or 0.0
+        left.errorbar(float(row["mu"]), y, xerr=sigma, fmt="o", color=colour, capsize=3)
+    left.set_yticks(range(len(members)), members, fontsize="x-small")
+    left.set_xlabel("rating mu +- sigma (latest)")
+    left.grid(alpha=0.3)
+    history: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for row in data.ratings:
+        step, mu = _number(row.get("step")), _number(row.get("mu"))
+        if step is not None and mu is not None and "id" in row:
+            history[str(row["id"])].append((step, mu))
+    for member, points in history.items():
+        colour = ROLE_COLOURS.get(str(last.get(member, {}).get("role")), "tab:gray")
+        right.plot(*zip(*points, strict=True), color=colour, alpha=0.6, linewidth=1)
+    right.set_xlabel("step")
+    right.set_ylabel("rating mu")
+    right.grid(alpha=0.3)
+    figure.suptitle("ratings (colour: role)")
+    return figure
+
+
+@PLOTS.register("pareto")
+def plot_pareto(data: RunData) -> Figure:
+    """Per role: the last step's objective vectors with the Pareto front, and hypervolume over time."""
+    by_role: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in data.ratings:
+        if row.get("objectives"):
+            by_role[str(row.get("role", "member"))].append(row)
+    roles = [r for r in sorted(by_role) if len(_objective_matrix(by_role[r])[0]) >= 2]
+    if not roles:
+        raise SkipPlot("ratings.jsonl has no role with two or more objectives")
+    figure, axes = plt.subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
+    for (front_ax, hv_ax), role in zip(axes, roles, strict=True):
+        rows = by_role[role]
+        names, everything = _objective_matrix(rows)
+        worst, spread = everything.min(axis=0), np.ptp(everything, axis=0)
+        reference = worst - 0.1 * np.where(spread > 0, spread, 1.0)
+        last_step = max(_number(r.get("step")) or 0.0 for r in rows)
+        _, points = _objective_matrix([r for r in rows if _number(r.get("step")) == last_step])
+        front = _nondominated(points)
+        front_ax.scatter(points[:, 0], points[:, 1], color="tab:gray", label="members")
+        order = front[np.argsort(points[front, 0])]
+        front_ax.plot(points[order, 0], points[order, 1], "o-", color=ROLE_COLOURS.get(role, "k"),
+                      label="Pareto front")
+        front_ax.set_xlabel(names[0])
+        front_ax.set_ylabel(names[1])
+        front_ax.set_title(f"{role}: objectives at step {last_step:g}")
+        front_ax.legend(fontsize="small")
+        steps = sorted({_number(r.get("step")) for r in rows} - {None})
+        volumes = []
+        for step in steps:
+            _, at = _objective_matrix([r for r in rows if _number(r.get("step")) == step])
+            volumes.append(_hypervolume(at, reference) if len(at) else 0.0)
+        hv_ax.plot(steps, volumes, marker=".")
+        hv_ax.set_xlabel("step")
+        hv_ax.set_ylabel("hypervolume")
+        hv_ax.set_title(f"{role}: hypervolume ({', '.join(names)})")
+        hv_ax.grid(alpha=0.3)
+    return figure
+
+
+def _lineage_times(data: RunData) -> tuple[dict[str, dict[str, Any]], float]:
+    members: dict[str, dict[str, Any]] = {}
+    for row in data.lineage:
+        origin = _number(row.get("origin_time"))
+        members[row["id"]] = {
+            "name": row.get("name") or row["id"],
+            "role": row.get("role") or "member",
+            "operator": row.get("operator") or "",
+            "parents": _parse_ancestors(row.get("ancestor_list", "")),
+            "origin": origin if origin is not None else 0.0,
+            "death": _number(row.get("destruction_time")),
+        }
+    times = [m["origin"] for m in members.values()] + [
+        m["death"] for m in members.values() if m["death"] is not None
+    ]
+    end = max([*times, *(float(r["step"]) + 1 for r in data.metrics if "step" in r), 0.0])
+    return members, end
+
+
+@PLOTS.register("lineage")
+def plot_lineage(data: RunData) -> Figure:
+    """Lineage tree: lifespans along time, edges from every parent (both for crossovers)."""
+    members, end = _lineage_times(data)
+    if not members:
+        raise SkipPlot("lineage.csv is missing or empty")
+    order = sorted(members, key=lambda m: (members[m]["role"], members[m]["origin"], m))
+    row_of = {member: y for y, member in enumerate(order)}
+    operators = sorted({m["operator"] for m in members.values() if m["parents"]})
+    cmap = plt.get_cmap("tab10")
+    op_colour = {op: cmap(i % 10) for i, op in enumerate(operators)}
+    figure, ax = plt.subplots(figsize=(9, max(3.0, 0.22 * len(order) + 1.5)))
+    for member, info in members.items():
+        y, colour = row_of[member], ROLE_COLOURS.get(info["role"], "tab:gray")
+        stop = info["death"] if info["death"] is not None else end
+        ax.plot([info["origin"], stop], [y, y], color=colour, linewidth=2, alpha=0.7)
+        ax.plot(info["origin"], y, "o", color=colour, markersize=4)
+        for parent in info["parents"]:
+            if parent in row_of:
+                ax.annotate("", xy=(info["origin"], y), xytext=(info["origin"], row_of[parent]),
+                            arrowprops={"arrowstyle": "->", "color": op_colour[info["operator"]],
+                                        "connectionstyle": "arc3,rad=0.25", "alpha": 0.8})
+    handles = [plt.Line2D([], [], color=c, linewidth=2, label=r) for r, c in ROLE_COLOURS.items()
+               if any(m["role"] == r for m in members.values())]
+    handles += [plt.Line2D([], [], color=c, label=f"{op} child") for op, c in op_colour.items()]
+    ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_yticks(range(len(order)), [members[m]["name"] for m in order], fontsize="x-small")
+    ax.set_xlabel("step")
+    ax.set_title("lineage (lines: lifespans, arrows: parent -> child)")
+    return figure
+
+
+@PLOTS.register("operators")
+def plot_operators(data: RunData) -> Figure:
+    """How the children of each operator fared: count, lifespan, survival and final rating."""
+    members, end = _lineage_times(data)
+    children = {m: i for m, i in members.items() if i["parents"] and i["operator"]}
+    if not children:
+        raise SkipPlot("lineage.csv has no children made by an operator yet")
+    last = _last_rows_by_member(data.ratings)
+    stats: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for info in children.values():
+        op = info["operator"]
+        stop = info["death"] if info["death"] is not None else end
+        stats[op]["lifespan"].append(stop - info["origin"])
+        stats[op]["alive"].append(1.0 if info["death"] is None else 0.0)
+        mu = _number(last.get(info["name"], {}).get("mu"))
+        if mu is not None:
+            stats[op]["mu"].append(mu)
+    operators = sorted(stats)
+    panels = [("children", lambda s: len(s["lifespan"])),
+              ("mean lifespan (steps)", lambda s: float(np.mean(s["lifespan"]))),
+              ("share alive at the end", lambda s: float(np.mean(s["alive"]))),
+              ("mean final rating mu", lambda s: float(np.mean(s["mu"])) if s["mu"] else 0.0)]
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.5))
+    for ax, (label, value) in zip(axes, panels, strict=True):
+        ax.bar(operators, [value(stats[op]) for op in operators], color="tab:purple")
+        ax.set_title(label, fontsize="small")
+        ax.tick_params(axis="x", rotation=45, labelsize="x-small")
+    figure.suptitle("operator outcomes")
+    return figure

@@ -1,0 +1,341 @@
+"""The run directory: the files a run writes and ``resume``, ``plot`` and ``export`` read.
+
+Layout (see DESIGN.md, "Run directory")::
+
+    config.yaml          fully resolved configuration
+    metrics.jsonl        one row per step
+    tasks.jsonl          one row per proposed task
+    ratings.jsonl        one row per rated member per step
+    lineage.csv          ALife phylogeny standard (written by ``Lineage.to_csv``)
+    population/<id>/     PEFT adapters of the living members
+    checkpoints/step_<n>/  environment state and log offsets (see :mod:`.checkpoint`)
+    plots/*.png
+
+The three JSON-lines logs are append-only. A checkpoint records their byte sizes, so a resumed
+run cuts away whatever was written after the checkpoint it restarts from and no row appears twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+
+#: The append-only logs of a run, by the :class:`~redqueen.environments.StepRecord` field they hold.
+LOG_FILES: dict[str, str] = {
+    "metrics": "metrics.jsonl",
+    "tasks": "tasks.jsonl",
+    "ratings": "ratings.jsonl",
+}
+
+
+class RunDirectoryError(ValueError):
+    """A run directory is missing, incomplete or holds a file that cannot be read.
+
+    The message is one line naming the file.
+    """
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON for numpy/torch scalars, tuples and non-finite floats (written as null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
+        return _jsonable(value.tolist())
+    if hasattr(value, "item"):
+        return _jsonable(value.item())
+    if hasattr(value, "value") and isinstance(value.value, (str, int, float)):  # enums
+        return value.value
+    return str(value)
+
+
+def fsync_directory(path: Path) -> None:
+    """Flush a directory entry to disk so that a rename inside it survives a crash."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # some platforms cannot open directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary sibling, fsync it and rename it over ``path``."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    fsync_directory(path.parent)
+
+
+def replace_directory(staging: Path, target: Path) -> None:
+    """Swap a fully written ``staging`` directory in for ``target`` (which may not exist yet)."""
+    old = target.with_name(f".{target.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(staging, target)
+    fsync_directory(target.parent)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+class RunDirectory:
+    """Paths, log writers and readers of one run directory.
+
+    Args:
+        path: The run directory.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._handles: dict[str, IO[str]] = {}
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def lineage_path(self) -> Path:
+        return self.path / "lineage.csv"
+
+    @property
+    def population_dir(self) -> Path:
+        return self.path / "population"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def plots_dir(self) -> Path:
+        return self.path / "plots"
+
+    def log_path(self, kind: str) -> Path:
+        """Path of the ``kind`` log (``metrics``, ``tasks`` or ``ratings``)."""
+        return self.path / LOG_FILES[kind]
+
+    def require(self) -> None:
+        """Check that this is a run directory (it exists and holds ``config.yaml``).
+
+        Raises:
+            RunDirectoryError: Naming the missing directory or file.
+        """
+        if not self.path.is_dir():
+            raise RunDirectoryError(f"run directory {self.path} does not exist")
+        if not self.config_path.is_file():
+            raise RunDirectoryError(f"{self.config_path} is missing: not a run directory")
+
+    # ----------------------------------------------------------------- config
+    def write_config(self, data: Mapping[str, Any]) -> None:
+        """Write the fully resolved configuration as ``config.yaml``."""
+        text = yaml.safe_dump(_jsonable(data), sort_keys=False)
+        write_atomic(self.config_path, text.encode())
+
+    def read_config(self) -> dict[str, Any]:
+        """The ``config.yaml`` mapping.
+
+        Raises:
+            RunDirectoryError: If the file is missing or is not a YAML mapping.
+        """
+        self.require()
+        try:
+            data = yaml.safe_load(self.config_path.read_text())
+        except yaml.YAMLError as error:
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise RunDirectoryError(f"{self.config_path}: not valid YAML ({first})") from None
+        if not isinstance(data, dict):
+            raise RunDirectoryError(f"{self.config_path}: expected a mapping")
+        return data
+
+    # ------------------------------------------------------------------- logs
+    def open_logs(self) -> None:
+        """Open the three logs for appending (creating them if needed)."""
+        for kind in LOG_FILES:
+            if kind not in self._handles:
+                self._handles[kind] = open(self.log_path(kind), "a", encoding="utf-8")
+
+    def append(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append rows to the ``kind`` log, one JSON object a line, and flush."""
+        handle = self._handles.get(kind)
+        if handle is None:
+            raise RuntimeError(f"{LOG_FILES[kind]} is not open; call open_logs() first")
+        for row in rows:
+            handle.write(json.dumps(_jsonable(row), separators=(", ", ": ")) + "\n")
+        handle.flush()
+
+    def sync_logs(self) -> None:
+        """Flush the logs to disk (called before a checkpoint records their sizes)."""
+        for handle in self._handles.values():
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def log_offsets(self) -> dict[str, int]:
+        """Current byte size of each log, by file name."""
+        return {
+            name: (self.path / name).stat().st_size if (self.path / name).exists() else 0
+            for name in LOG_FILES.values()
+        }
+
+    def truncate_logs(self, offsets: Mapping[str, int]) -> None:
+        """Cut every log back to ``offsets`` (file name -> bytes); missing names mean 0.
+
+        Rows written after the checkpoint the offsets came from are dropped, so a resumed run
+        writes each step's rows exactly once.
+        """
+        self.close_logs()
+        for name in LOG_FILES.values():
+            path = self.path / name
+            size = int(offsets.get(name, 0))
+            with open(path, "a+b") as handle:
+                handle.truncate(size)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+    def close_logs(self) -> None:
+        """Close the log files (safe to call twice)."""
+        for handle in self._handles.values():
+            handle.close()
+        self._handles.clear()
+
+    def read_log(self, kind: str) -> list[dict[str, Any]]:
+        """Rows of the ``kind`` log; an absent file reads as no rows.
+
+        A final line cut short by a crash is skipped; any other bad line is an error.
+
+        Raises:
+            RunDirectoryError: Naming the file and line that is not JSON.
+        """
+        path = self.log_path(kind)
+        if not path.exists():
+            return []
+        rows: list[dict[str, Any]] = []
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                if number == len(lines):
+                    break
+                raise RunDirectoryError(f"{path}: line {number} is not JSON") from None
+        return rows
+
+    # ------------------------------------------------- lineage and population
+    def write_lineage(self, lineage: Any) -> None:
+        """Write ``lineage.csv`` through ``lineage.to_csv`` atomically."""
+        tmp = self.path / ".lineage.csv.tmp"
+        lineage.to_csv(tmp)
+        with open(tmp, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.lineage_path)
+        fsync_directory(self.path)
+
+    def write_population(self, members: Iterable[tuple[str, Any]], base_model: str | None) -> list[str]:
+        """Replace ``population/`` with one PEFT adapter folder per ``(id, genome)``.
+
+        Args:
+            members: Living members' ids and :class:`~redqueen.genomes.LoRAGenome` s;
+                members without a genome are skipped.
+            base_model: Written into each ``adapter_config.json`` (over the genome's own
+                ``base_model``), so that ``PeftModel.from_pretrained`` finds the base model as
+                it stands, e.g. the installed absolute path of tiny-coder.
+
+        Returns:
+            The ids written.
+        """
+        staging = self.path / ".population.tmp"
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir()
+        written = []
+        for member_id, genome in members:
+            if genome is None:
+                continue
+            target = staging / member_id
+            genome.save_peft(target, base_model=base_model or getattr(genome, "base_model", None))
+            written.append(member_id)
+        replace_directory(staging, self.population_dir)
+        return written
+
+    def population_ids(self) -> list[str]:
+        """Ids of the members whose adapters are in ``population/``."""
+        if not self.population_dir.is_dir():
+            return []
+        return sorted(p.name for p in self.population_dir.iterdir() if p.is_dir())
+
+
+def export_adapter(
+    run_path: str | os.PathLike[str], member_id: str, out: str | os.PathLike[str]
+) -> Path:
+    """Copy a living member's adapter out of a run directory as a standalone PEFT folder.
+
+    The adapter is read and written back through :class:`~redqueen.genomes.LoRAGenome`, so a
+    corrupt file is caught here rather than when someone loads the export.
+
+    Args:
+        run_path: The run directory.
+        member_id: Id of a member in ``population/``.
+        out: Folder to create; it must not exist or be empty.
+
+    Returns:
+        The written folder.
+
+    Raises:
+        RunDirectoryError: If the run directory, the member or a readable adapter is missing,
+            or ``out`` is in the way (one line naming it).
+    """
+    from redqueen.genomes import LoRAGenome
+
+    run_dir = RunDirectory(run_path)
+    run_dir.require()
+    known = run_dir.population_ids()
+    if member_id not in known or Path(member_id).name != member_id:
+        listed = ", ".join(known) or "none"
+        raise RunDirectoryError(f"unknown member {member_id!r} in {run_dir.population_dir} (living: {listed})")
+    source = run_dir.population_dir / member_id
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise RunDirectoryError(f"export target {target} already exists and is not empty")
+    base_model = None
+    config_file = source / "adapter_config.json"
+    try:
+        base_model = json.loads(config_file.read_text()).get("base_model_name_or_path")
+        genome = LoRAGenome.from_peft(source)
+    except Exception as error:  # a damaged folder can fail in json, safetensors or peft
+        detail = (str(error).splitlines() or [type(error).__name__])[0]
+        raise RunDirectoryError(f"{source}: corrupt adapter ({type(error).__name__}: {detail})") from None
+    staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    if staging.exists():
+        shutil.rmtree(staging)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        genome.save_peft(staging, base_model=base_model)
+        if target.exists():
+            target.rmdir()
+        os.replace(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,375 @@
+"""The experiment runner: steps an environment and keeps its run directory up to date.
+
+The runner knows nothing of teachers, students or tasks. It calls
+:meth:`~redqueen.environments.Environment.step`, appends the rows the step reports to the logs,
+and every ``checkpoint_every`` steps writes a checkpoint together with ``lineage.csv`` and the
+living members' adapters, so the run directory always describes its latest checkpoint.
+
+Two entry points build a :class:`Runner`:
+
+* :func:`start_run` validates the configuration and builds the environment inside a temporary
+  directory next to the target, renaming it into place only when everything worked — a failed
+  start leaves nothing behind.
+* :func:`resume_run` rebuilds the environment from ``config.yaml``, loads the latest checkpoint
+  and cuts the logs back to it, so the continued run writes exactly what an uninterrupted run
+  with the same seed would have written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from redqueen.environments.base import Environment, StepRecord
+from redqueen.experiments.checkpoint import (
+    Checkpoint,
+    latest_checkpoint,
+    remove_partial_checkpoints,
+    save_checkpoint,
+)
+from redqueen.experiments.monitor import Monitor
+from redqueen.experiments.rundir import RunDirectory
+
+#: Called after every step with the step's record and the runner.
+StepCallback = Callable[[StepRecord, "Runner"], None]
+
+
+class RunError(ValueError):
+    """A run cannot start or resume; the message is one line naming the path or field."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a call to :meth:`Runner.run` ended.
+
+    Attributes:
+        path: The run directory.
+        steps_done: Environment steps completed so far (over all resumes).
+        steps_total: Steps the configuration asks for.
+        interrupted: Whether SIGINT (or :meth:`Runner.request_stop`) ended the run early.
+        last_metrics: The metrics row of the last step, empty if no step ran.
+        plot_notes: One line per plot that was skipped, and why.
+    """
+
+    path: Path
+    steps_done: int
+    steps_total: int
+    interrupted: bool
+    last_metrics: dict[str, Any] = field(default_factory=dict)
+    plot_notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every configured step has run."""
+        return self.steps_done >= self.steps_total
+
+
+def _setting(section: Any, name: str, default: Any) -> Any:
+    value = getattr(section, name, default) if section is not None else default
+    return default if value is None else value
+
+
+def _living_members(population: Any) -> list[tuple[str, Any]]:
+    living = getattr(population, "living", ())
+    if callable(living):
+        living = living()
+    if isinstance(living, Mapping):
+        living = living.values()
+    members = []
+    for item in living:
+        if isinstance(item, str):
+            item = population.get(item)
+        members.append((str(item.id), getattr(item, "genome", None)))
+    return members
+
+
+def _base_model_path(env: Environment) -> str | None:
+    """The base model the environment's adapters sit on, as a path PEFT can load directly."""
+    host = getattr(env, "host", None)
+    path = getattr(host, "model_path", None)
+    if path is None:
+        return None
+    resolved = Path(path).expanduser()
+    return str(resolved.resolve()) if resolved.exists() else str(path)
+
+
+class Runner:
+    """Drives one environment through the configured number of steps.
+
+    Args:
+        env: The environment, already restored when resuming.
+        run_dir: Where the logs, checkpoints, lineage, adapters and plots go.
+        steps: Total number of steps the run should reach.
+        checkpoint_every: Checkpoint after every this many steps (0: only at the end).
+        keep_checkpoints: Keep the newest this many checkpoints (0: keep all).
+        monitor: Live-monitoring sinks (TensorBoard, W&B), or ``None``.
+        plots: Write ``plots/*.png`` when the run ends.
+        last_checkpoint_step: Step of the checkpoint this runner starts from (resume).
+        elapsed: Wall-clock seconds already spent by earlier processes of this run.
+    """
+
+    def __init__(
+        self,
+        *,
+        env: Environment,
+        run_dir: RunDirectory,
+        steps: int,
+        checkpoint_every: int = 1,
+        keep_checkpoints: int = 3,
+        monitor: Monitor | None = None,
+        plots: bool = True,
+        last_checkpoint_step: int | None = None,
+        elapsed: float = 0.0,
+    ) -> None:
+        if steps < 0:
+            raise RunError(f"steps must be >= 0, got {steps}")
+        if checkpoint_every < 0:
+            raise RunError(f"checkpoint_every must be >= 0, got {checkpoint_every}")
+        self.env = env
+        self.run_dir = run_dir
+        self.steps = int(steps)
+        self.checkpoint_every = int(checkpoint_every)
+        self.keep_checkpoints = int(keep_checkpoints)
+        self.monitor = monitor
+        self.plots = plots
+        self.elapsed = float(elapsed)
+        self.last_metrics: dict[str, Any] = {}
+        self._last_checkpoint_step = last_checkpoint_step
+        self._stop = threading.Event()
+
+    @property
+    def step_count(self) -> int:
+        """Steps completed so far."""
+        return int(self.env.step_count)
+
+    def request_stop(self) -> None:
+        """Stop after the step in progress, writing a checkpoint first (what SIGINT does)."""
+        self._stop.set()
+
+    def checkpoint(self) -> Checkpoint:
+        """Write a checkpoint of the current state plus ``lineage.csv`` and ``population/``."""
+        self.run_dir.sync_logs()
+        self.write_lineage_and_population()
+        ckpt = save_checkpoint(
+            self.run_dir.checkpoints_dir,
+            step=self.step_count,
+            state=self.env.state_dict(),
+            offsets=self.run_dir.log_offsets(),
+            extra={"elapsed": self.elapsed},
+            keep=self.keep_checkpoints or None,
+        )
+        self._last_checkpoint_step = ckpt.step
+        return ckpt
+
+    def write_lineage_and_population(self) -> None:
+        """Rewrite ``lineage.csv`` and the living members' adapters from the environment."""
+        lineage = getattr(self.env, "lineage", None)
+        population = getattr(self.env, "population", None)
+        if lineage is not None:
+            if population is not None and hasattr(lineage, "update_fitness"):
+                lineage.update_fitness(population.living)  # final fitness columns of the living
+            self.run_dir.write_lineage(lineage)
+        if population is not None:
+            self.run_dir.write_population(_living_members(population), _base_model_path(self.env))
+
+    def _write_step(self, record: StepRecord, seconds: float) -> None:
+        metrics = dict(record.metrics)
+        metrics.setdefault("step", record.step)
+        metrics.setdefault("seconds", seconds)
+        self.run_dir.append("metrics", [metrics])
+        self.run_dir.append("tasks", [{"step": record.step, **row} for row in record.tasks])
+        self.run_dir.append("ratings", [{"step": record.step, **row} for row in record.ratings])
+        self.last_metrics = metrics
+        if self.monitor is not None:
+            self.monitor.log(record.step, metrics)
+
+    def run(self, callbacks: Iterable[StepCallback] = ()) -> RunResult:
+        """Step until the configured total, a stop request, or SIGINT; then finish cleanly.
+
+        The first SIGINT lets the step in progress finish, writes a checkpoint and returns with
+        ``interrupted=True``; a second SIGINT raises :class:`KeyboardInterrupt` at once.
+        """
+        callbacks = list(callbacks)
+        previous = self._install_sigint()
+        self.run_dir.open_logs()
+        try:
+            while self.step_count < self.steps and not self._stop.is_set():
+                start = time.perf_counter()
+                record = self.env.step()
+                seconds = time.perf_counter() - start
+                self.elapsed += seconds
+                self._write_step(record, seconds)
+                for callback in callbacks:
+                    callback(record, self)
+                if self.checkpoint_every and self.step_count % self.checkpoint_every == 0:
+                    self.checkpoint()
+            if self._last_checkpoint_step != self.step_count:
+                self.checkpoint()
+            else:
+                self.write_lineage_and_population()
+            notes = self._plot() if self.plots else []
+        finally:
+            self._restore_sigint(previous)
+            self.run_dir.close_logs()
+        return RunResult(
+            path=self.run_dir.path,
+            steps_done=self.step_count,
+            steps_total=self.steps,
+            interrupted=self.step_count < self.steps,
+            last_metrics=dict(self.last_metrics),
+            plot_notes=notes,
+        )
+
+    def close(self) -> None:
+        """Close the monitor and the environment (safe to call twice)."""
+        if self.monitor is not None:
+            self.monitor.close()
+        self.run_dir.close_logs()
+        self.env.close()
+
+    def _plot(self) -> list[str]:
+        from redqueen.experiments.plots import make_plots
+
+        return make_plots(self.run_dir.path).notes
+
+    def _install_sigint(self) -> Any:
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def handler(signum: int, frame: Any) -> None:
+            self.request_stop()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        return signal.signal(signal.SIGINT, handler)
+
+    @staticmethod
+    def _restore_sigint(previous: Any) -> None:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _runner_settings(config: Any) -> dict[str, Any]:
+    logging = getattr(config, "logging", None)
+    return {
+        "steps": int(config.steps),
+        "checkpoint_every": int(_setting(config, "checkpoint_every", 1)),
+        "keep_checkpoints": int(_setting(logging, "keep_checkpoints", 3)),
+    }
+
+
+def _monitor(config: Any, run_dir: RunDirectory, start_step: int, resolved: Mapping[str, Any]) -> Monitor:
+    logging = getattr(config, "logging", None)
+    return Monitor(
+        log_dir=run_dir.path,
+        tensorboard=getattr(logging, "tensorboard", None),
+        wandb=bool(getattr(logging, "wandb", False)),
+        wandb_project=str(_setting(logging, "wandb_project", "redqueen")),
+        wandb_entity=getattr(logging, "wandb_entity", None),
+        run_name=run_dir.path.name,
+        config=resolved,
+        start_step=start_step,
+    )
+
+
+def start_run(config: Any, out: str | os.PathLike[str], *, plots: bool = True) -> Runner:
+    """Create a run directory for ``config`` at ``out`` and return a runner ready to start.
+
+    Everything that can fail on bad input — the target path, the environment build — happens
+    inside ``.<name>.tmp-<pid>`` next to ``out``; only a complete directory is renamed into place.
+
+    Args:
+        config: A validated :class:`~redqueen.experiments.config.ExperimentConfig`.
+        out: The run directory to create; it must not exist or be empty.
+        plots: Write plots when the run ends.
+
+    Raises:
+        RunError: If ``out`` exists and is not empty, or its parent is not a directory.
+    """
+    from redqueen.experiments.build import build_environment
+
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise RunError(f"run directory {target} already exists and is not empty")
+    created = target.parent
+    while not created.parent.exists():
+        created = created.parent  # the outermost folder this call creates, removed on failure
+    created = created if not created.exists() else None
+    staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
+    env: Environment | None = None
+    try:
+        try:
+            staging.mkdir(parents=True)
+        except OSError as error:
+            raise RunError(f"cannot create {staging.parent}: {error.strerror or error}") from None
+        run_dir = RunDirectory(staging)
+        resolved = config.to_yaml_dict()
+        run_dir.write_config(resolved)
+        run_dir.open_logs()
+        run_dir.close_logs()
+        env = build_environment(config)
+        if target.exists():
+            target.rmdir()
+        os.replace(staging, target)
+    except BaseException:
+        if env is not None:
+            env.close()
+        shutil.rmtree(created if created is not None else staging, ignore_errors=True)
+        raise
+    run_dir = RunDirectory(target)
+    return Runner(
+        env=env,
+        run_dir=run_dir,
+        monitor=_monitor(config, run_dir, 0, resolved),
+        plots=plots,
+        **_runner_settings(config),
+    )
+
+
+def resume_run(path: str | os.PathLike[str], *, plots: bool = True) -> Runner:
+    """Rebuild a run's environment from ``config.yaml`` and restore its latest checkpoint.
+
+    Logs are cut back to the checkpoint's offsets (to nothing when there is no checkpoint yet,
+    in which case the run starts over from its seed).
+
+    Raises:
+        RunDirectoryError: If ``path`` is not a run directory.
+        CheckpointError: If the latest checkpoint is corrupt.
+        ConfigError: If ``config.yaml`` no longer validates.
+    """
+    from redqueen.experiments.build import build_environment
+    from redqueen.experiments.config import load_config
+
+    run_dir = RunDirectory(path)
+    run_dir.require()
+    config = load_config(str(run_dir.config_path))
+    remove_partial_checkpoints(run_dir.checkpoints_dir)
+    ckpt = latest_checkpoint(run_dir.checkpoints_dir)
+    state = ckpt.load_state() if ckpt is not None else None
+    env = build_environment(config)
+    try:
+        if state is not None:
+            env.load_state_dict(state)
+    except BaseException:
+        env.close()
+        raise
+    run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})
+    start = ckpt.step if ckpt is not None else 0
+    runner = Runner(
+        env=env,
+        run_dir=run_dir,
+        monitor=_monitor(config, run_dir, start, config.to_yaml_dict()),
+        plots=plots,
+        last_checkpoint_step=ckpt.step if ckpt is not None else None,
+        elapsed=float(ckpt.extra.get("elapsed", 0.0)) if ckpt is not None else 0.0,
+        **_runner_settings(config),
+    )
+    # lineage.csv and population/ may be newer than the checkpoint if the run died in between.
+    runner.write_lineage_and_population()
+    return runner
