@@ -41,6 +41,7 @@ app = typer.Typer(
 PLUGIN_MODULES = (
     "redqueen.evo.operators",
     "redqueen.experiments.plots",
+    "redqueen.experiments.config",
 )
 
 #: Exit status for bad input (unknown key, wrong type, missing file, unknown member, ...).
