@@ -1,0 +1,96 @@
+"""Plots drawn from run-directory files; each skips with a note when its data is absent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from redqueen.evo import Individual, Lineage
+from redqueen.experiments.plots import PLOTS, RunData, SkipPlot, load_run_data, make_plots
+from redqueen.experiments.rundir import RunDirectory
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
+    """A small run: two roles, births by two operators (one crossover), three steps of rows."""
+    run = RunDirectory(path)
+    run.write_config({"steps": 3})
+    lineage = Lineage()
+    founders = [Individual(f"{role}-000{i}", role) for role in ("teacher", "student") for i in range(2)]
+    for ind in founders:
+        lineage.record_birth(ind, 0)
+    child = Individual("teacher-0002", "teacher", parents=("teacher-0000", "teacher-0001"),
+                       operator="svd_merge", birth=2)
+    mutant = Individual("student-0002", "student", parents=("student-0001",), operator="gaussian", birth=2)
+    lineage.record_death("teacher-0000", 2)
+    lineage.record_death("student-0000", 2)
+    lineage.record_birth(child, 2)
+    lineage.record_birth(mutant, 2)
+    run.write_lineage(lineage)
+    rng = np.random.default_rng(0)
+    run.open_logs()
+    for step in range(3):
+        run.append("metrics", [{"step": step, "seconds": 0.1, "solve_rate": 0.1 * step,
+                                "teacher_reward": 0.5, "valid_share": 0.8, "best_rating": 25.0 + step,
+                                "genotypic_diversity": 1.0 + step, "behavioural_diversity": 0.3}])
+        if with_tasks:
+            run.append("tasks", [{"step": step, "teacher": "teacher-0001", "student": "student-0001",
+                                  "task_type": t, "valid": True, "reason": None,
+                                  "complexity": float(rng.uniform(1, 9)), "solve_rate": 0.5,
+                                  "signature": "abc"} for t in ("code_o", "code_i")])
+        living = ["teacher-0001", "student-0001"] + (
+            ["teacher-0002", "student-0002"] if step == 2 else ["teacher-0000", "student-0000"])
+        rows = []
+        for member in living:
+            mu = float(rng.normal(25, 2))
+            values = {"rating": mu, "novelty": float(rng.uniform()), "size": float(rng.uniform())}
+            rows.append({"step": step, "id": member, "role": member.split("-")[0], "mu": mu,
+                         "sigma": 3.0, "lcb": mu - 9.0,
+                         "objectives": dict(list(values.items())[:objectives])})
+        run.append("ratings", rows)
+    run.close_logs()
+    return run
+
+
+def test_every_plot_is_written_as_png(tmp_path):
+    run = _write_run(tmp_path, with_tasks=True, objectives=2)
+    report = make_plots(run.path)
+    assert report.notes == []
+    names = {p.stem for p in report.written}
+    assert names == set(PLOTS) >= {"lineage", "diversity", "performance", "complexity", "ratings",
+                                   "pareto", "operators"}
+    for file in report.written:
+        assert file.parent == run.plots_dir
+        assert file.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_plots_without_data_skip_with_a_note(tmp_path):
+    run = _write_run(tmp_path, with_tasks=False, objectives=1)
+    report = make_plots(run.path, out_dir=tmp_path / "figs")
+    skipped = {note.split(":")[0] for note in report.notes}
+    assert skipped == {"complexity", "pareto"}
+    assert all("skipped" in note for note in report.notes)
+    assert (tmp_path / "figs" / "lineage.png").is_file()
+
+
+def test_empty_run_directory_skips_every_plot(tmp_path):
+    RunDirectory(tmp_path).write_config({"steps": 1})
+    report = make_plots(tmp_path)
+    assert report.written == []
+    assert len(report.notes) == len(PLOTS)
+
+
+def test_load_run_data_reads_lineage_ids_and_ancestors(tmp_path):
+    run = _write_run(tmp_path, with_tasks=False, objectives=2)
+    data = load_run_data(run.path)
+    by_name = {row["name"]: row for row in data.lineage}
+    uid = {name: row["id"] for name, row in by_name.items()}
+    assert by_name["teacher-0002"]["ancestor_list"] == f"[{uid['teacher-0000']}, {uid['teacher-0001']}]"
+    assert len(data.metrics) == 3 and len(data.ratings) == 12
+
+
+@pytest.mark.parametrize("name", ["lineage", "operators"])
+def test_lineage_plots_need_a_lineage(tmp_path, name):
+    with pytest.raises(SkipPlot, match="lineage.csv"):
+        PLOTS[name](RunData(path=tmp_path))
