@@ -148,10 +148,10 @@ class Learner:
             loss = -torch.where(batch.mask, surrogate, 0.0).sum() / n_tokens
             if not torch.isfinite(loss):
                 finite = False
-                loss_sum = float(loss)
+                loss_sum = float(loss.detach())
                 break
             loss.backward()
-            loss_sum += float(loss)
+            loss_sum += float(loss.detach())
             with torch.no_grad():
                 outside = (ratio < 1 - cfg.clip) | (ratio > 1 + cfg.clip)
                 clipped += float((outside & batch.mask).sum())
