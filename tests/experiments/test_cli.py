@@ -1,0 +1,145 @@
+"""The command line: bad input exits 2 with one line and leaves nothing behind; list; export."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from redqueen._registry import ALL_REGISTRIES
+from redqueen.experiments.cli import EXIT_BAD_INPUT, app, main
+from redqueen.experiments.rundir import RunDirectory
+
+runner = CliRunner()
+
+
+def _bad(args: list[str], match: str) -> str:
+    result = runner.invoke(app, args)
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    assert match in lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        (["--set", "no_such_key=1"], "no_such_key: unknown key"),
+        (["--set", "steps=many"], "steps"),
+        (["--set", "population.rank=0"], "population.rank"),
+        (["--set", "evolution.selection_params=3"], "evolution.selection_params"),
+        (["--set", "environment.name=no_such_env"], "environment.name"),
+        (["--set", "steps"], "override 'steps'"),
+    ],
+)
+def test_bad_config_exits_2_and_leaves_no_run_directory(tmp_path, overrides, match):
+    out = tmp_path / "runs" / "bad"
+    _bad(["run", "surrogate", "--out", str(out), *overrides], match)
+    assert not out.exists()
+    assert not (tmp_path / "runs").exists()  # the parent this call would have created, too
+
+
+def test_missing_preset_and_file(tmp_path):
+    _bad(["run", "no-such-preset", "--out", str(tmp_path / "r")], "unknown preset 'no-such-preset'")
+    _bad(["run", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "r")], "missing.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("steps: [1,\n")
+    _bad(["run", str(broken), "--out", str(tmp_path / "r")], "broken.yaml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.yaml"]
+
+
+def test_existing_run_directory_is_not_overwritten(tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    _bad(["run", "surrogate", "--out", str(out)], "already exists")
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_resume_and_plot_need_a_run_directory(tmp_path):
+    _bad(["resume", str(tmp_path / "absent")], "does not exist")
+    _bad(["plot", str(tmp_path)], "config.yaml is missing")
+
+
+def test_usage_errors_through_main_are_one_line(capsys):
+    for argv, code in ((["run", "--no-such-option"], EXIT_BAD_INPUT), (["frobnicate"], EXIT_BAD_INPUT)):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == code
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ")
+
+
+def test_list_prints_every_registry():
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    for kind in ("plot", "preset", "mutation", "crossover"):
+        assert kind in ALL_REGISTRIES
+        assert kind in result.stdout
+    assert "surrogate" in result.stdout and "lineage" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory):
+    """A two-layer Llama built from a config and saved, standing in for a base model on disk."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    path = tmp_path_factory.mktemp("base")
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(config).save_pretrained(path)
+    return path
+
+
+@pytest.fixture
+def run_with_population(tmp_path, tiny_base):
+    from transformers import AutoModelForCausalLM
+
+    from redqueen.genomes import LoRAGenome, lora_shapes
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_base)
+    shapes = lora_shapes(model, ["q_proj", "v_proj"])
+    rng = torch.Generator().manual_seed(1)
+    genomes = [(f"student-000{i}", LoRAGenome.random(shapes, rank=2, alpha=4.0, rng=rng, init="gaussian"))
+               for i in range(2)]
+    run = RunDirectory(tmp_path / "run")
+    run.path.mkdir()
+    run.write_config({"steps": 1})
+    run.write_population(genomes, base_model=str(tiny_base))
+    return run, dict(genomes)
+
+
+def test_export_writes_a_loadable_peft_folder(tmp_path, run_with_population, tiny_base):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from redqueen.genomes import LoRAGenome
+
+    run, genomes = run_with_population
+    out = tmp_path / "exported"
+    result = runner.invoke(app, ["export", str(run.path), "student-0001", str(out)])
+    assert result.exit_code == 0, result.output
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(tiny_base)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(config["base_model_name_or_path"]), out)
+    loaded = LoRAGenome.from_peft_model(model)
+    for name in genomes["student-0001"].modules:
+        a, b = genomes["student-0001"].factors(name)
+        la, lb = loaded.factors(name)
+        assert torch.allclose(a, la) and torch.allclose(b, lb)
+
+
+def test_export_bad_input(tmp_path, run_with_population):
+    run, _ = run_with_population
+    out = tmp_path / "x"
+    _bad(["export", str(run.path), "teacher-0009", str(out)], "unknown member 'teacher-0009'")
+    _bad(["export", str(run.path), "../run", str(out)], "unknown member")
+    (run.population_dir / "student-0000" / "adapter_model.safetensors").write_bytes(b"not safetensors")
+    line = _bad(["export", str(run.path), "student-0000", str(out)], "corrupt adapter")
+    assert "student-0000" in line
+    assert not out.exists()
