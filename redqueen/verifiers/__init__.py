@@ -1,1 +1,77 @@
-"""redqueen.verifiers."""
+"""redqueen.verifiers: the sandboxed, deterministic Python executor and the code task types.
+
+Execution:
+    :class:`Executor`: fork-server sandbox running untrusted programs in parallel
+        (``execute``, ``execute_many``); :class:`ExecResult`; :class:`ExecutorClosedError`.
+
+Tasks:
+    :data:`TASK_TYPES` (``code_o``, ``code_i``, ``code_f``); :class:`Triplet`; :class:`CodeTask`;
+    :func:`make_task`; :func:`check_answer` / :func:`check_answers` -> :class:`AnswerStatus`.
+
+Validity:
+    :func:`validate_program` -> :class:`Validation` with a :class:`RejectReason`;
+    :func:`check_source` (static checks only); :data:`BANNED_MODULES`, :data:`BANNED_CALLS`.
+
+Literals and metrics:
+    :func:`literal_equal`, :func:`values_equal`, :func:`parse_literal`, :func:`parse_args`,
+    :func:`format_args`, :class:`LiteralParseError`; :func:`complexity` (radon + AST).
+
+Prompt formats live in :mod:`redqueen.verifiers.formats`.
+"""
+
+from __future__ import annotations
+
+from ._complexity import COMPLEXITY_KEYS, complexity
+from ._executor import ExecResult, Executor, ExecutorClosedError
+from ._literals import (
+    LiteralParseError,
+    format_args,
+    literal_equal,
+    parse_args,
+    parse_literal,
+    values_equal,
+)
+from ._tasks import (
+    TASK_TYPES,
+    AnswerStatus,
+    CodeTask,
+    Triplet,
+    check_answer,
+    check_answers,
+    make_task,
+)
+from ._validate import (
+    BANNED_CALLS,
+    BANNED_MODULES,
+    RejectReason,
+    Validation,
+    check_source,
+    validate_program,
+)
+
+__all__ = [
+    "BANNED_CALLS",
+    "BANNED_MODULES",
+    "COMPLEXITY_KEYS",
+    "TASK_TYPES",
+    "AnswerStatus",
+    "CodeTask",
+    "ExecResult",
+    "Executor",
+    "ExecutorClosedError",
+    "LiteralParseError",
+    "RejectReason",
+    "Triplet",
+    "Validation",
+    "check_answer",
+    "check_answers",
+    "check_source",
+    "complexity",
+    "format_args",
+    "literal_equal",
+    "make_task",
+    "parse_args",
+    "parse_literal",
+    "validate_program",
+    "values_equal",
+]

@@ -1,0 +1,347 @@
+"""The sandboxed, deterministic Python executor (:class:`Executor`, :class:`ExecResult`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ExecResult", "Executor", "ExecutorClosedError"]
+
+_ZYGOTE = Path(__file__).with_name("_zygote.py")
+_STARTUP_TIMEOUT = 60.0
+#: Extra seconds the executor waits for a fork server beyond the program's own timeout.
+_SERVER_GRACE = 5.0
+_MAX_JITTER = 16
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one sandboxed run produced.
+
+    Attributes:
+        ok: True when the program and the expression ran and the value's repr came back.
+        value: ``repr`` of the expression's value (compare with ``ast.literal_eval``, never
+            ``eval``), or None when ``ok`` is false.
+        error: ``"ExceptionType: message"``, ``"timed out"``, ``"killed by signal ..."`` and the
+            like; None when ``ok`` is true.
+        timed_out: True when the wall-clock timeout or the CPU limit stopped the program.
+        stdout: What the program printed (capped; printing past the cap fails the run).
+    """
+
+    ok: bool
+    value: str | None
+    error: str | None
+    timed_out: bool = False
+    stdout: str = ""
+
+
+class ExecutorClosedError(RuntimeError):
+    """Raised when an :class:`Executor` is used after :meth:`Executor.close`."""
+
+
+class _Server:
+    """One fork-server process and its pipes."""
+
+    def __init__(self, config: dict, hash_seed: int) -> None:
+        env = {
+            "PYTHONHASHSEED": str(hash_seed),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONIOENCODING": "utf-8",
+            "PATH": os.defpath,
+            "LC_ALL": "C.UTF-8",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", "-B", str(_ZYGOTE), json.dumps(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd="/",
+            start_new_session=True,
+            close_fds=True,
+        )
+        self.rfd = self.proc.stdout.fileno()
+        self.wfd = self.proc.stdin.fileno()
+        hello = self.recv(time.monotonic() + _STARTUP_TIMEOUT)
+        if not hello or not hello.get("ready"):
+            self.kill()
+            raise RuntimeError(f"redqueen.verifiers: fork server {_ZYGOTE} failed to start")
+        self.features: dict[str, bool] = hello["features"]
+        self.pid: int = hello["pid"]
+
+    def send(self, message: dict) -> None:
+        data = json.dumps(message).encode()
+        data = struct.pack(">I", len(data)) + data
+        while data:
+            data = data[os.write(self.wfd, data):]
+
+    def recv(self, deadline: float) -> dict | None:
+        """Read one framed message; None on EOF or when the deadline passes."""
+        header = self._read(4, deadline)
+        if header is None:
+            return None
+        body = self._read(struct.unpack(">I", header)[0], deadline)
+        return None if body is None else json.loads(body)
+
+    def _read(self, n: int, deadline: float) -> bytes | None:
+        chunks = []
+        while n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.rfd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(self.rfd, n)
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self, wait: float = 2.0) -> None:
+        """Ask the server to exit (EOF on its stdin); kill it if it does not."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.proc.stdout.close()
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+class Executor:
+    """Runs untrusted Python programs in isolated, resource-limited, deterministic processes.
+
+    Each worker is a fork server started once with ``PYTHONHASHSEED`` fixed and common modules
+    pre-imported; each program then runs in a fresh child forked from it, so a check costs a fork
+    instead of an interpreter launch. The child is confined by resource limits (address space,
+    CPU, file size, no new processes), a wall-clock timeout that kills its whole process group,
+    a private temporary working directory, an empty network namespace where permitted, Landlock
+    (writes only inside its directory) and a seccomp filter (no sockets, exec, fork, signals to
+    others), and a dropped root identity. :attr:`features` says which layers this host supports.
+    A crashed, killed or hostile program never takes the executor down.
+
+    Example::
+
+        with Executor(workers=2, timeout=2.0) as ex:
+            ex.execute("def f(x):\\n    return x * 2", "f(21)").value  # '42'
+
+    Args:
+        workers: Number of fork servers, i.e. programs run in parallel (default: CPU count).
+        timeout: Wall-clock seconds allowed per program (a CPU limit backs it up).
+        memory_mb: Address space a program may allocate beyond the interpreter's baseline.
+        max_value_chars: Longest accepted ``repr`` of a result.
+        max_stdout_chars: Most characters a program may print; printing more fails the run.
+        hash_seed: ``PYTHONHASHSEED`` of every run, so string hashing and set order are stable.
+
+    Raises:
+        ValueError: If an argument is out of range.
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        timeout: float = 2.0,
+        memory_mb: int = 512,
+        max_value_chars: int = 100_000,
+        max_stdout_chars: int = 65_536,
+        hash_seed: int = 0,
+    ) -> None:
+        workers = (os.cpu_count() or 1) if workers is None else workers
+        if int(workers) < 1:
+            raise ValueError(f"Executor: workers must be >= 1, got {workers}")
+        if not timeout > 0:
+            raise ValueError(f"Executor: timeout must be > 0 seconds, got {timeout}")
+        if int(memory_mb) < 16:
+            raise ValueError(f"Executor: memory_mb must be >= 16, got {memory_mb}")
+        if max_value_chars < 1 or max_stdout_chars < 0:
+            raise ValueError("Executor: max_value_chars must be >= 1 and max_stdout_chars >= 0")
+        if not 0 <= hash_seed <= 4294967295:
+            raise ValueError(f"Executor: hash_seed must be in [0, 2**32 - 1], got {hash_seed}")
+        self.workers = int(workers)
+        self.timeout = float(timeout)
+        self.memory_mb = int(memory_mb)
+        self.hash_seed = int(hash_seed)
+        self._config = {
+            "memory_bytes": self.memory_mb * 2**20,
+            "max_value_chars": int(max_value_chars),
+            "max_stdout_chars": int(max_stdout_chars),
+        }
+        self._lock = threading.Lock()
+        self._closed = False
+        self._servers: list[_Server] = []
+        try:
+            for _ in range(self.workers):
+                self._servers.append(_Server(self._config, self.hash_seed))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def features(self) -> dict[str, bool]:
+        """Isolation layers active on this host (e.g. ``{"seccomp": True, "landlock": True}``)."""
+        self._check_open()
+        return dict(self._servers[0].features)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    def execute(self, source: str, expr: str, *, heap_jitter: int | None = None) -> ExecResult:
+        """Run ``source`` in a fresh sandbox, evaluate ``expr`` there and return its repr.
+
+        Args:
+            source: Program text executed as a module (defines ``f`` and helpers).
+            expr: Expression evaluated in the program's namespace, e.g. ``"f([3, 1], 'ab')"``.
+            heap_jitter: See :meth:`execute_many`.
+
+        Raises:
+            TypeError: If ``source`` or ``expr`` is not a string.
+            ExecutorClosedError: If the executor was closed.
+        """
+        jitter = None if heap_jitter is None else [heap_jitter]
+        return self.execute_many([(source, expr)], heap_jitter=jitter)[0]
+
+    def execute_many(
+        self,
+        pairs: Iterable[tuple[str, str]],
+        *,
+        heap_jitter: Sequence[int] | None = None,
+    ) -> list[ExecResult]:
+        """Run many ``(source, expr)`` pairs in parallel across the workers, results in order.
+
+        Args:
+            pairs: ``(source, expr)`` tuples, as for :meth:`execute`.
+            heap_jitter: Per pair, how many objects (0-15) each small-object size class
+                allocates before the program runs. Runs with different jitter place fresh
+                objects at different addresses, so programs whose result depends on ``id()``,
+                ``hash()`` of objects or set order over objects differ between them. An odd
+                difference between two runs always changes such set orders. Default: random.
+
+        Raises:
+            TypeError: If a pair is not two strings.
+            ValueError: If ``heap_jitter`` has the wrong length.
+            ExecutorClosedError: If the executor was closed.
+        """
+        jobs = [_check_pair(i, pair) for i, pair in enumerate(pairs)]
+        if heap_jitter is None:
+            jitters = [b % _MAX_JITTER for b in struct.unpack(f">{len(jobs)}H", os.urandom(2 * len(jobs)))]
+        else:
+            jitters = [int(j) % _MAX_JITTER for j in heap_jitter]
+            if len(jitters) != len(jobs):
+                raise ValueError(
+                    f"Executor.execute_many: heap_jitter has {len(jitters)} entries for {len(jobs)} pairs"
+                )
+        with self._lock:
+            self._check_open()
+            return self._run(jobs, jitters)
+
+    def _run(self, jobs: list[tuple[str, str]], jitters: list[int]) -> list[ExecResult]:
+        results: list[ExecResult | None] = [None] * len(jobs)
+        pending = deque(range(len(jobs)))
+        busy: dict[int, tuple[int, float]] = {}  # server index -> (job index, deadline)
+        while pending or busy:
+            for k in range(len(self._servers)):
+                if k in busy or not pending:
+                    continue
+                i = pending.popleft()
+                source, expr = jobs[i]
+                request = {"source": source, "expr": expr, "timeout": self.timeout, "jitter": jitters[i]}
+                try:
+                    self._servers[k].send(request)
+                except OSError:  # the server died between calls: replace it and retry once
+                    self._restart(k)
+                    self._servers[k].send(request)
+                busy[k] = (i, time.monotonic() + self.timeout + _SERVER_GRACE)
+            by_fd = {self._servers[k].rfd: k for k in busy}
+            wait = max(0.0, min(deadline for _, deadline in busy.values()) - time.monotonic())
+            ready = select.select(list(by_fd), [], [], wait)[0]
+            now = time.monotonic()
+            for fd in ready:
+                k = by_fd[fd]
+                i, deadline = busy.pop(k)
+                reply = self._servers[k].recv(deadline)
+                if reply is None:
+                    results[i] = ExecResult(False, None, "sandbox worker crashed", False)
+                    self._restart(k)
+                else:
+                    results[i] = ExecResult(
+                        ok=bool(reply["ok"]),
+                        value=reply.get("value"),
+                        error=reply.get("error"),
+                        timed_out=bool(reply.get("timed_out", False)),
+                        stdout=reply.get("stdout", ""),
+                    )
+            for k, (i, deadline) in list(busy.items()):
+                if deadline <= now and self._servers[k].rfd not in ready:
+                    del busy[k]
+                    results[i] = ExecResult(False, None, "timed out", True)
+                    self._restart(k)
+        return results  # type: ignore[return-value]
+
+    def _restart(self, k: int) -> None:
+        self._servers[k].kill()
+        self._servers[k] = _Server(self._config, self.hash_seed)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ExecutorClosedError("Executor is closed; create a new one")
+
+    def close(self) -> None:
+        """Stop every fork server; no process started by this executor outlives the call."""
+        if getattr(self, "_closed", True):
+            return
+        with self._lock:
+            self._closed = True
+            for server in self._servers:
+                server.close()
+            self._servers = []
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: modules may already be gone
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"Executor(workers={self.workers}, timeout={self.timeout}, memory_mb={self.memory_mb}, {state})"
+
+
+def _check_pair(index: int, pair: object) -> tuple[str, str]:
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        raise TypeError(f"Executor: pair {index} must be (source, expr), got {type(pair).__name__}")
+    source, expr = pair
+    if not isinstance(source, str) or not isinstance(expr, str):
+        raise TypeError(f"Executor: pair {index}: source and expr must be str")
+    return source, expr

@@ -1,0 +1,132 @@
+"""Parsing and comparing Python literals without ever evaluating model text.
+
+Gold outputs are ``repr`` strings and answers are model text; both are read with
+:func:`ast.literal_eval` only, so nothing a model writes can run in the trainer's process.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from typing import Any
+
+__all__ = ["LiteralParseError", "literal_equal", "parse_args", "parse_literal", "values_equal"]
+
+#: Longest text the parsers accept (a guard against pathological inputs).
+MAX_LITERAL_CHARS = 100_000
+
+
+class LiteralParseError(ValueError):
+    """Raised when text is not a Python literal (or a literal argument list)."""
+
+
+def parse_literal(text: str) -> Any:
+    """Parse one Python literal (numbers, strings, bytes, tuples, lists, dicts, sets, None, bools).
+
+    Surrounding whitespace is ignored. ``set()`` (the repr of an empty set) is accepted.
+
+    Args:
+        text: The literal's source, e.g. a gold output ``"[1, 2]"`` or a model's answer.
+
+    Raises:
+        LiteralParseError: If ``text`` is not a string, is too long, or is not a literal.
+    """
+    if not isinstance(text, str):
+        raise LiteralParseError(f"expected a string literal source, got {type(text).__name__}")
+    if len(text) > MAX_LITERAL_CHARS:
+        raise LiteralParseError(f"literal longer than {MAX_LITERAL_CHARS} characters")
+    stripped = text.strip()
+    if stripped == "set()":
+        return set()
+    try:
+        return ast.literal_eval(stripped)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise LiteralParseError(f"not a Python literal: {_preview(stripped)}") from exc
+
+
+def parse_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Parse an argument list as written inside ``f(...)``: literals, optionally ``name=literal``.
+
+    ``"[3, 1], 'ab'"`` gives ``(([3, 1], 'ab'), {})``; ``"x=2"`` gives ``((), {"x": 2})``.
+    Star-arguments and non-literal expressions are refused, so an answer cannot smuggle code.
+
+    Args:
+        text: The argument source.
+
+    Raises:
+        LiteralParseError: If ``text`` is not a literal argument list.
+    """
+    if not isinstance(text, str):
+        raise LiteralParseError(f"expected argument source, got {type(text).__name__}")
+    if len(text) > MAX_LITERAL_CHARS:
+        raise LiteralParseError(f"argument list longer than {MAX_LITERAL_CHARS} characters")
+    try:
+        tree = ast.parse(f"f({text.strip()}\n)", mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        raise LiteralParseError(f"not an argument list: {_preview(text)}") from exc
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        raise LiteralParseError(f"not an argument list: {_preview(text)}")
+    args = []
+    for node in call.args:
+        if isinstance(node, ast.Starred):
+            raise LiteralParseError("star-arguments are not allowed in an argument list")
+        args.append(_literal_node(node, text))
+    kwargs = {}
+    for keyword in call.keywords:
+        if keyword.arg is None:
+            raise LiteralParseError("**-arguments are not allowed in an argument list")
+        kwargs[keyword.arg] = _literal_node(keyword.value, text)
+    return tuple(args), kwargs
+
+
+def format_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """The canonical source of an argument list (the inverse of :func:`parse_args`)."""
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Structural equality that also treats NaN as equal to NaN and never raises."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if type(a) is not type(b) and not (_is_number(a) and _is_number(b)):
+        return False
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def literal_equal(a: str, b: str) -> bool:
+    """Whether two literal sources denote equal values (``"[1, 2]"`` vs ``"[1,2]"``: True).
+
+    Numbers compare by value across int/float (``"1"`` equals ``"1.0"``), but a list never
+    equals a tuple; text that is not a literal is equal to nothing.
+    """
+    try:
+        return values_equal(parse_literal(a), parse_literal(b))
+    except LiteralParseError:
+        return False
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, int | float | complex) and not isinstance(x, bool)
+
+
+def _literal_node(node: ast.expr, text: str) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "set" \
+                and not node.args and not node.keywords:
+            return set()
+        raise LiteralParseError(f"argument is not a literal: {_preview(text)}") from exc
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")

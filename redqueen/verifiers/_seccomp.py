@@ -1,0 +1,247 @@
+"""Kernel-level confinement for sandboxed children: a seccomp-BPF deny list and Landlock.
+
+This module is imported by the fork-server script (``_zygote.py``) as a sibling module, so it
+uses only the standard library. Python-level tricks (replacing ``open`` or ``socket``) can be
+undone by a hostile program through ``object.__subclasses__()`` walks; the kernel filters
+installed here cannot, because a process can only add filters, never remove them.
+
+Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``EPERM``:
+process creation and ``exec``, sockets, signals to other processes, ``ptrace``, privilege and
+limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
+(unless Landlock confines writes to the sandbox directory, in which case writes inside it are
+allowed). Landlock (Linux >= 5.13) limits filesystem writes to the private working directory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+_RET_ALLOW = 0x7FFF0000
+_RET_KILL_PROCESS = 0x80000000
+_RET_EPERM = 0x00050000 | 1
+_AUDIT_ARCH_X86_64 = 0xC000003E
+_X32_SYSCALL_BIT = 0x40000000
+
+# BPF opcodes.
+_LD_W_ABS = 0x20
+_JEQ_K = 0x15
+_JGE_K = 0x35
+_JSET_K = 0x45
+_RET_K = 0x06
+
+# x86-64 syscall numbers refused outright.
+_DENY_X86_64 = {
+    # processes and programs
+    "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone3": 435,
+    # networking
+    "socket": 41, "socketpair": 53, "connect": 42, "bind": 49, "listen": 50, "accept": 43,
+    "accept4": 288,
+    # signals and other processes
+    "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
+    "pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438, "ptrace": 101,
+    "process_vm_readv": 310, "process_vm_writev": 311,
+    # privileges, limits, sessions
+    "setuid": 105, "setgid": 106, "setreuid": 113, "setregid": 114, "setresuid": 117,
+    "setresgid": 119, "setgroups": 116, "setsid": 112, "setpgid": 109, "setrlimit": 160,
+    "prlimit64": 302, "capset": 126,
+    # namespaces, mounts, system state
+    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
+    "chroot": 161, "reboot": 169, "kexec_load": 246, "init_module": 175, "finit_module": 313,
+    "delete_module": 176, "swapon": 167, "swapoff": 168, "sethostname": 170,
+    "setdomainname": 171, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
+    "clock_adjtime": 305, "acct": 163, "quotactl": 179, "syslog": 103,
+    # kernel attack surface a pure function never needs
+    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
+    "request_key": 249, "io_uring_setup": 425, "io_uring_enter": 426,
+    "io_uring_register": 427, "name_to_handle_at": 303, "open_by_handle_at": 304,
+    "fanotify_init": 300, "openat2": 437,
+}
+
+# Filesystem mutations; refused unless Landlock confines them to the sandbox directory.
+_FS_WRITE_X86_64 = {
+    "creat": 85, "truncate": 76, "rename": 82, "mkdir": 83, "rmdir": 84, "link": 86,
+    "unlink": 87, "symlink": 88, "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93,
+    "lchown": 94, "mknod": 133, "utime": 132, "utimes": 235, "mkdirat": 258, "mknodat": 259,
+    "fchownat": 260, "futimesat": 261, "unlinkat": 263, "renameat": 264, "linkat": 265,
+    "symlinkat": 266, "fchmodat": 268, "utimensat": 280, "renameat2": 316, "fchmodat2": 452,
+}
+_NR_OPEN, _NR_OPENAT, _NR_IOCTL = 2, 257, 16
+_OPEN_WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
+_TTY_INJECTION_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
+
+
+def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def _arg_low(index: int) -> int:
+    return 16 + 8 * index  # offsetof(struct seccomp_data, args[index]), little-endian low word
+
+
+def build_filter(*, allow_fs_writes: bool) -> bytes | None:
+    """Return the BPF program (``struct sock_filter[]`` bytes), or None off x86-64.
+
+    Args:
+        allow_fs_writes: Leave filesystem mutations to Landlock (which confines them to the
+            sandbox directory) instead of refusing them all.
+    """
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return None
+    deny = set(_DENY_X86_64.values())
+    if not allow_fs_writes:
+        deny |= set(_FS_WRITE_X86_64.values())
+    code: list[tuple[int, int | str, int | str, int]] = []
+    labels: dict[str, int] = {}
+
+    def emit(op: int, k: int, jt: int | str = 0, jf: int | str = 0) -> None:
+        code.append((op, jt, jf, k))
+
+    emit(_LD_W_ABS, 4)  # seccomp_data.arch
+    emit(_JEQ_K, _AUDIT_ARCH_X86_64, jt=1)
+    emit(_RET_K, _RET_KILL_PROCESS)
+    emit(_LD_W_ABS, 0)  # seccomp_data.nr
+    emit(_JGE_K, _X32_SYSCALL_BIT, jt="eperm")
+    for nr in sorted(deny):
+        emit(_JEQ_K, nr, jt="eperm")
+    if not allow_fs_writes:
+        emit(_JEQ_K, _NR_OPEN, jt="open")
+        emit(_JEQ_K, _NR_OPENAT, jt="openat")
+    emit(_JEQ_K, _NR_IOCTL, jt="ioctl")
+    emit(_RET_K, _RET_ALLOW)
+    if not allow_fs_writes:
+        for name, flags_arg in (("open", 1), ("openat", 2)):
+            labels[name] = len(code)
+            emit(_LD_W_ABS, _arg_low(flags_arg))
+            emit(_JSET_K, _OPEN_WRITE_FLAGS, jt="eperm")
+            emit(_RET_K, _RET_ALLOW)
+    labels["ioctl"] = len(code)
+    emit(_LD_W_ABS, _arg_low(1))
+    for request in _TTY_INJECTION_IOCTLS:
+        emit(_JEQ_K, request, jt="eperm")
+    emit(_RET_K, _RET_ALLOW)
+    labels["eperm"] = len(code)
+    emit(_RET_K, _RET_EPERM)
+
+    def offset(target: int | str, pos: int) -> int:
+        if isinstance(target, int):
+            return target
+        jump = labels[target] - pos - 1
+        if not 0 <= jump <= 255:
+            raise ValueError(f"seccomp filter jump to {target!r} out of range")
+        return jump
+
+    return b"".join(
+        _insn(op, offset(jt, pos), offset(jf, pos), k) for pos, (op, jt, jf, k) in enumerate(code)
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class Seccomp:
+    """A prepared seccomp filter; :meth:`install` applies it to the calling process.
+
+    The program is built and its buffers allocated in the fork server, so that a child only
+    makes two ``prctl`` calls.
+    """
+
+    def __init__(self, program: bytes) -> None:
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._buffer = ctypes.create_string_buffer(program, len(program))
+        self._fprog = _SockFprog(len(program) // 8, ctypes.addressof(self._buffer))
+
+    def install(self) -> None:
+        """Set no_new_privs and load the filter.
+
+        Raises:
+            OSError: If the kernel refuses either call.
+        """
+        if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        if self._libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+
+# Landlock (x86-64 syscall numbers are shared by all architectures for these new calls).
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_EXECUTE = 1 << 0
+_FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
+_FS_READ_DIR = 1 << 3
+_FS_MUTATIONS = sum(1 << b for b in range(4, 13))  # REMOVE_DIR .. MAKE_SYM
+_FS_REFER = 1 << 13
+_FS_TRUNCATE = 1 << 14
+_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0
+_SCOPE_SIGNAL = 1 << 1
+
+
+class Landlock:
+    """Confines filesystem writes (and, on ABI >= 6, signals) of the calling process.
+
+    Args:
+        abi: The kernel's Landlock ABI version (see :func:`landlock_abi`).
+    """
+
+    def __init__(self, abi: int) -> None:
+        self.abi = abi
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        handled = _FS_EXECUTE | _FS_WRITE_FILE | _FS_MUTATIONS
+        if abi >= 2:
+            handled |= _FS_REFER
+        if abi >= 3:
+            handled |= _FS_TRUNCATE
+        self.handled = handled
+        # Inside the sandbox directory: everything except exec and cross-directory links.
+        self.allowed_beneath = handled & ~(_FS_EXECUTE | _FS_REFER)
+        scoped = _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0
+        if abi >= 6:
+            self._attr = struct.pack("QQQ", handled, 0, scoped)
+        else:
+            self._attr = struct.pack("Q", handled)
+
+    def install(self, writable_dir: str) -> None:
+        """Restrict the calling process: writes only beneath ``writable_dir``, no exec.
+
+        Raises:
+            OSError: If a Landlock call fails.
+        """
+        syscall = self._libc.syscall
+        syscall.restype = ctypes.c_long
+        fd = syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, ctypes.c_size_t(len(self._attr)), 0)
+        if fd < 0:
+            raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+        dir_fd = os.open(writable_dir, os.O_PATH | os.O_CLOEXEC)
+        try:
+            rule = struct.pack("=Qi", self.allowed_beneath, dir_fd)
+            if syscall(_SYS_LANDLOCK_ADD_RULE, fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_add_rule failed")
+            if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+            if syscall(_SYS_LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+        finally:
+            os.close(dir_fd)
+            os.close(fd)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 where Landlock is unavailable."""
+    if platform.system() != "Linux":
+        return 0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    version = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                           _LANDLOCK_CREATE_RULESET_VERSION)
+    return max(int(version), 0)

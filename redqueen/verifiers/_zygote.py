@@ -1,0 +1,389 @@
+"""Fork server ("zygote") for the sandboxed executor; run as a script, one per worker.
+
+The executor starts this script once per worker with ``PYTHONHASHSEED`` fixed and a clean
+environment. It pre-imports the modules that programs commonly use, prepares the kernel
+filters, then serves requests read from stdin (4-byte big-endian length + JSON) and answers on
+stdout in the same framing. Each request runs in a fresh child forked from this process, so
+start-up costs a fork instead of an interpreter launch, and a crash or kill of one program
+never touches the server.
+
+The child, before the program runs: starts its own session (so the whole process group can be
+killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr for
+``/dev/null`` and closes every other descriptor except its result pipe, moves into a private
+temporary directory, sets resource limits (address space, CPU, file size, processes, core),
+drops root to ``nobody``, shifts its heap by a requested number of blocks (so that ``id()``- and
+``hash()``-dependent programs differ between runs), refuses socket creation at the Python level
+and installs Landlock and seccomp at the kernel level. The program's prints go to a capped
+in-memory buffer.
+
+The module uses only the standard library and imports nothing from ``redqueen``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+
+if __package__:
+    from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
+else:  # run as a script: the sibling module is importable from the script's directory
+    from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
+
+# Pre-imported so that a forked child finds them in sys.modules (no file system work).
+PRELOAD = (
+    "abc", "array", "bisect", "cmath", "collections", "copy", "dataclasses", "decimal", "enum",
+    "fractions", "functools", "heapq", "itertools", "math", "numbers", "operator", "re",
+    "socket", "statistics", "string", "textwrap", "typing", "unicodedata",
+)
+_PR_SET_PDEATHSIG = 1
+_NOBODY = 65534
+_RESULT_FD = 3
+_JITTER_CLASSES = tuple(range(48, 513, 16))
+_MAX_JITTER = 16
+
+
+def _send(fd: int, message: dict) -> None:
+    data = json.dumps(message).encode()
+    data = struct.pack(">I", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _recv(fd: int) -> dict | None:
+    header = _read_exact(fd, 4)
+    if header is None:
+        return None
+    body = _read_exact(fd, struct.unpack(">I", header)[0])
+    return None if body is None else json.loads(body)
+
+
+class _OutputLimitExceeded(BaseException):
+    """Raised into the program when it prints more than the stdout cap."""
+
+
+class _CappedWriter:
+    """A text stream keeping at most ``limit`` characters; past that, every write raises."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[str] = []
+        self.size = 0
+        self.overflowed = False
+        self.encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.size + len(text) > self.limit:
+            self.overflowed = True
+            raise _OutputLimitExceeded(f"program printed more than {self.limit} characters")
+        self.parts.append(text)
+        self.size += len(text)
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+    def getvalue(self) -> str:
+        return "".join(self.parts)
+
+
+def _refuse_socket(*args: object, **kwargs: object) -> None:
+    raise PermissionError("network access is disabled in the sandbox")
+
+
+class Zygote:
+    """The fork server's state: limits from the executor, prepared filters, the jitter arena."""
+
+    def __init__(self, config: dict) -> None:
+        self.memory_bytes = int(config["memory_bytes"])
+        self.max_value_chars = int(config["max_value_chars"])
+        self.max_stdout_chars = int(config["max_stdout_chars"])
+        self.is_root = os.geteuid() == 0
+        self.netns = self._unshare_network()
+        abi = landlock_abi()
+        self.landlock = Landlock(abi) if abi >= 1 else None
+        program = build_filter(allow_fs_writes=self.landlock is not None)
+        self.seccomp = Seccomp(program) if program is not None else None
+        self.devnull = os.open(os.devnull, os.O_RDWR)
+        # Slots for heap-jitter objects, allocated now so that filling them allocates nothing else.
+        self.arena: list[object] = [None] * (_MAX_JITTER * (len(_JITTER_CLASSES) + 2))
+        self.features = {
+            "fork_server": True,
+            "network_namespace": self.netns,
+            "landlock": self.landlock is not None and self._probe(self._probe_landlock),
+            "seccomp": self.seccomp is not None and self._probe(self.seccomp.install),
+            "drop_root": self.is_root,
+            "socket_refused": True,
+            "rlimits": True,
+        }
+        if not self.features["landlock"]:
+            self.landlock = None
+            if self.seccomp is not None:  # seccomp must refuse writes itself now
+                self.seccomp = Seccomp(build_filter(allow_fs_writes=False))
+        if not self.features["seccomp"]:
+            self.seccomp = None
+
+    @staticmethod
+    def _unshare_network() -> bool:
+        """Move this server (and so every child) into an empty network namespace if allowed."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        clone_newnet, clone_newuser = 0x40000000, 0x10000000
+        for flags in (clone_newnet, clone_newnet | clone_newuser):
+            if libc.unshare(flags) == 0:
+                return True
+        return False
+
+    def _probe_landlock(self) -> None:
+        self.landlock.install(tempfile.gettempdir())
+
+    @staticmethod
+    def _probe(install) -> bool:
+        """Check in a throwaway child that a kernel filter installs."""
+        pid = os.fork()
+        if pid == 0:
+            try:
+                install()
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+
+    def serve(self, rfd: int, wfd: int) -> None:
+        _send(wfd, {"ready": True, "features": self.features, "pid": os.getpid()})
+        while True:
+            request = _recv(rfd)
+            if request is None:
+                return
+            _send(wfd, self.run(request))
+
+    def run(self, request: dict) -> dict:
+        """Run one program in a forked child and report its result."""
+        timeout = float(request["timeout"])
+        workdir = tempfile.mkdtemp(prefix="redqueen-")
+        if self.is_root:
+            os.chown(workdir, _NOBODY, _NOBODY)
+        rfd, wfd = os.pipe()
+        server_pid = os.getpid()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            os.close(rfd)
+            self._child(request, workdir, wfd, server_pid, timeout)
+        os.close(wfd)
+        try:
+            return self._collect(pid, rfd, start + timeout)
+        finally:
+            os.close(rfd)
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _collect(self, pid: int, rfd: int, deadline: float) -> dict:
+        """Read the child's result until it exits, the deadline passes or it says too much."""
+        pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
+        chunks: list[bytes] = []
+        size, limit = 0, 6 * (self.max_value_chars + self.max_stdout_chars) + 4096
+        status: int | None = None
+        eof = timed_out = overflow = False
+        try:
+            while not eof or status is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                if status is None and (pidfd is None or eof):
+                    # No pidfd, or the pipe is done: poll for the exit.
+                    waited, code = os.waitpid(pid, os.WNOHANG)
+                    if waited == pid:
+                        status = code
+                        continue
+                watch = [] if eof else [rfd]
+                if pidfd is not None and status is None:
+                    watch.append(pidfd)
+                ready, _, _ = select.select(watch, [], [], min(remaining, 0.005) if pidfd is None else remaining)
+                if rfd in ready:
+                    chunk = os.read(rfd, 65536)
+                    eof = not chunk
+                    size += len(chunk)
+                    if size > limit:
+                        overflow = True
+                        break
+                    chunks.append(chunk)
+                if pidfd is not None and pidfd in ready:
+                    status = os.waitpid(pid, 0)[1]
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+            try:  # the whole group: anything the program managed to start dies with it
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if status is None:
+                status = os.waitpid(pid, 0)[1]
+        if timed_out:
+            return {"ok": False, "value": None, "error": "timed out", "timed_out": True}
+        if overflow:
+            return {"ok": False, "value": None, "error": "result too large", "timed_out": False}
+        return self._interpret(b"".join(chunks), status)
+
+    @staticmethod
+    def _interpret(data: bytes, status: int) -> dict:
+        try:
+            result = json.loads(data) if data else None
+        except ValueError:
+            result = None
+        if isinstance(result, dict) and set(result) == {"ok", "value", "error", "stdout"}:
+            result["timed_out"] = False
+            return result
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            if sig == signal.SIGXCPU:
+                return {"ok": False, "value": None, "error": "CPU time limit exceeded", "timed_out": True}
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = str(sig)
+            return {"ok": False, "value": None, "error": f"killed by signal {name}", "timed_out": False}
+        code = os.waitstatus_to_exitcode(status)
+        return {"ok": False, "value": None, "timed_out": False,
+                "error": f"program exited (status {code}) without a result"}
+
+    def _child(self, request: dict, workdir: str, wfd: int, server_pid: int, timeout: float) -> None:
+        result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
+        writer = _CappedWriter(self.max_stdout_chars)
+        try:
+            os.setsid()
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != server_pid:
+                os._exit(1)
+            os.dup2(wfd, _RESULT_FD)
+            for fd in (0, 1, 2):
+                os.dup2(self.devnull, fd)
+            os.closerange(_RESULT_FD + 1, 1 << 16)
+            os.chdir(workdir)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+                signal.signal(sig, signal.SIG_DFL)
+            cpu = int(timeout) + 1
+            _lower_limit(resource.RLIMIT_CPU, cpu, cpu + 1)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (self.max_stdout_chars, self.max_stdout_chars))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+            budget = self._vm_size() + self.memory_bytes
+            _lower_limit(resource.RLIMIT_AS, budget, budget)
+            if self.is_root:
+                os.setgroups([])
+                os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+                os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+            self._jitter(int(request.get("jitter", 0)))
+            socket_module = sys.modules.get("socket")
+            if socket_module is not None:
+                socket_module.socket = socket_module.socketpair = _refuse_socket
+                socket_module.create_connection = socket_module.create_server = _refuse_socket
+            if self.landlock is not None:
+                self.landlock.install(workdir)
+            if self.seccomp is not None:
+                self.seccomp.install()
+            sys.stdout = sys.stderr = writer
+            sys.stdin = open(os.devnull)  # noqa: SIM115 - read-only, lives as long as the child
+            result = self._execute(request["source"], request["expr"], writer)
+        except BaseException as exc:  # setup failure or program escaping the handler
+            result = {"ok": False, "value": None, "error": _describe(exc), "stdout": writer.getvalue()}
+        try:
+            data = json.dumps(result).encode()
+            while data:
+                data = data[os.write(_RESULT_FD, data):]
+        finally:
+            os._exit(0)
+
+    def _execute(self, source: str, expr: str, writer: _CappedWriter) -> dict:
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
+        try:
+            exec(compile(source, "<program>", "exec"), namespace)
+            value = eval(compile(expr, "<expr>", "eval"), namespace)
+            text = repr(value)
+            if not isinstance(text, str):
+                raise TypeError("__repr__ returned a non-string")
+        except BaseException as exc:
+            return {"ok": False, "value": None, "error": _describe(exc), "stdout": writer.getvalue()}
+        if writer.overflowed:
+            return {"ok": False, "value": None, "stdout": writer.getvalue(),
+                    "error": f"program printed more than {writer.limit} characters"}
+        if len(text) > self.max_value_chars:
+            return {"ok": False, "value": None, "stdout": writer.getvalue(),
+                    "error": f"value repr longer than {self.max_value_chars} characters"}
+        return {"ok": True, "value": text, "error": None, "stdout": writer.getvalue()}
+
+    def _jitter(self, blocks: int) -> None:
+        """Allocate ``blocks`` objects in each small size class, shifting later allocations."""
+        blocks = max(0, min(blocks, _MAX_JITTER))
+        arena, slot = self.arena, 0
+        for i in range(blocks):
+            arena[slot] = object()
+            arena[slot + 1] = float(i) + 0.5
+            slot += 2
+        for size in _JITTER_CLASSES:
+            length = size - 33  # bytes objects carry 33 bytes of header
+            for _ in range(blocks):
+                arena[slot] = bytes(length)
+                slot += 1
+
+    @staticmethod
+    def _vm_size() -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[0]) * resource.getpagesize()
+
+
+def _lower_limit(kind: int, soft: int, hard: int) -> None:
+    """Set a resource limit, never above the hard limit this process already has."""
+    current = resource.getrlimit(kind)[1]
+    if current != resource.RLIM_INFINITY:
+        soft, hard = min(soft, current), min(hard, current)
+    resource.setrlimit(kind, (soft, hard))
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 1000 else text[:997] + "..."
+
+
+def main() -> None:
+    """Entry point: ``python _zygote.py '<json config>'``; serves until stdin closes."""
+    config = json.loads(sys.argv[1])
+    for name in PRELOAD:
+        __import__(name)
+    sys.dont_write_bytecode = True
+    rfd, wfd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    Zygote(config).serve(rfd, wfd)
+
+
+if __name__ == "__main__":
+    main()
