@@ -9,6 +9,7 @@ Bad input exits with status 2 and one line naming the field or file, never a tra
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -59,6 +60,40 @@ def load_plugins() -> None:
     """Import every module that registers plug-ins."""
     for module in PLUGIN_MODULES:
         importlib.import_module(module)
+
+
+def import_plugin(spec: str) -> str:
+    """Import a plug-in given as a module name or a ``.py`` file, so its registrations apply.
+
+    Returns:
+        The spec as it should be recorded (a file becomes its absolute path).
+
+    Raises:
+        ValueError: Naming the plug-in, if it cannot be found or fails to import.
+    """
+    path = Path(spec)
+    try:
+        if path.suffix == ".py":
+            if not path.is_file():
+                raise ValueError(f"plugin {spec}: file not found")
+            path = path.resolve()
+            name = f"redqueen_plugin_{path.stem}"
+            if name not in sys.modules:
+                module_spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[name] = module
+                try:
+                    module_spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[name]
+                    raise
+            return str(path)
+        importlib.import_module(spec)
+        return spec
+    except ValueError:
+        raise
+    except Exception as error:  # the plug-in's own code may raise anything while importing
+        raise ValueError(f"plugin {spec}: cannot import ({type(error).__name__}: {error})") from None
 
 
 def _one_line(error: BaseException) -> str:
@@ -152,6 +187,9 @@ def run_command(
         None, "--set", help="Dotted key=value override, e.g. --set steps=2 (repeatable)."
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write plots at the end."),
+    plugins: list[str] | None = typer.Option(
+        None, "--plugin", help="Module or .py file registering operators, selections, ... (repeatable)."
+    ),
 ) -> None:
     """Start an experiment and write its run directory."""
     from redqueen.experiments.config import load_config
@@ -159,8 +197,10 @@ def run_command(
 
     with bad_input_exits():
         load_plugins()
+        recorded = [import_plugin(spec) for spec in plugins or ()]
         config = load_config(preset_or_yaml, list(overrides or ()))
-        runner = start_run(config, out if out is not None else _default_out(preset_or_yaml), plots=plots)
+        target = out if out is not None else _default_out(preset_or_yaml)
+        runner = start_run(config, target, plots=plots, plugins=recorded)
     _drive(runner)
 
 
@@ -169,11 +209,15 @@ def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory to continue."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write plots at the end."),
 ) -> None:
-    """Continue a run from its latest checkpoint."""
+    """Continue a run from its latest checkpoint (plug-ins it was started with are imported)."""
+    from redqueen.experiments.rundir import RunDirectory
     from redqueen.experiments.runner import resume_run
 
     with bad_input_exits():
         load_plugins()
+        if run_dir.is_dir():
+            for spec in RunDirectory(run_dir).read_plugins():
+                import_plugin(spec)
         runner = resume_run(run_dir, plots=plots)
     _drive(runner)
 

@@ -131,6 +131,10 @@ class RunDirectory:
     def plots_dir(self) -> Path:
         return self.path / "plots"
 
+    @property
+    def plugins_path(self) -> Path:
+        return self.path / "plugins.json"
+
     def log_path(self, kind: str) -> Path:
         """Path of the ``kind`` log (``metrics``, ``tasks`` or ``ratings``)."""
         return self.path / LOG_FILES[kind]
@@ -167,6 +171,26 @@ class RunDirectory:
         if not isinstance(data, dict):
             raise RunDirectoryError(f"{self.config_path}: expected a mapping")
         return data
+
+    def write_plugins(self, plugins: Iterable[str]) -> None:
+        """Record the plug-in modules or files a run imported, so ``resume`` imports them too."""
+        write_atomic(self.plugins_path, json.dumps(list(plugins)).encode())
+
+    def read_plugins(self) -> list[str]:
+        """The plug-ins recorded by :meth:`write_plugins` (none if the file is absent).
+
+        Raises:
+            RunDirectoryError: If ``plugins.json`` is not a JSON list of strings.
+        """
+        if not self.plugins_path.is_file():
+            return []
+        try:
+            plugins = json.loads(self.plugins_path.read_text())
+        except json.JSONDecodeError:
+            plugins = None
+        if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
+            raise RunDirectoryError(f"{self.plugins_path}: expected a JSON list of module names")
+        return plugins
 
     # ------------------------------------------------------------------- logs
     def open_logs(self) -> None:

@@ -22,7 +22,7 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,7 +278,13 @@ def _monitor(config: Any, run_dir: RunDirectory, start_step: int, resolved: Mapp
     )
 
 
-def start_run(config: Any, out: str | os.PathLike[str], *, plots: bool = True) -> Runner:
+def start_run(
+    config: Any,
+    out: str | os.PathLike[str],
+    *,
+    plots: bool = True,
+    plugins: Sequence[str] = (),
+) -> Runner:
     """Create a run directory for ``config`` at ``out`` and return a runner ready to start.
 
     Everything that can fail on bad input — the target path, the environment build — happens
@@ -288,6 +294,8 @@ def start_run(config: Any, out: str | os.PathLike[str], *, plots: bool = True) -
         config: A validated :class:`~redqueen.experiments.config.ExperimentConfig`.
         out: The run directory to create; it must not exist or be empty.
         plots: Write plots when the run ends.
+        plugins: Plug-in modules or files the caller imported; recorded in ``plugins.json``
+            so that ``redqueen resume`` imports them again.
 
     Raises:
         RunError: If ``out`` exists and is not empty, or its parent is not a directory.
@@ -311,6 +319,8 @@ def start_run(config: Any, out: str | os.PathLike[str], *, plots: bool = True) -
         run_dir = RunDirectory(staging)
         resolved = config.to_yaml_dict()
         run_dir.write_config(resolved)
+        if plugins:
+            run_dir.write_plugins(plugins)
         run_dir.open_logs()
         run_dir.close_logs()
         env = build_environment(config)
