@@ -1,0 +1,423 @@
+"""A cheap surrogate of teacher/student co-evolution: LoRA genomes on a small frozen MLP.
+
+No LLM and no sandbox: the "base model" is a small frozen tanh MLP whose three linear layers
+carry each member's LoRA factors, so the same genomes, operators, selection schemes, ratings and
+lineage as the real environment are exercised in milliseconds per step. A teacher maps random
+probe vectors ("prompts") to tasks ``x`` in ``(-1, 1)^d`` (a task is invalid when the pre-tanh
+output leaves the domain); a student answers ``y`` and is right when ``|y - f*(x)|_inf < tol``
+for a fixed hidden target ``f*``. Rewards have the real shapes (teacher ``1 - rho``, student
++1 / -0.5 / -1), and one gradient step per step stands in for the RL update: students fit the
+tasks they saw, teachers move toward tasks their student solves half the time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import torch
+
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.evo import EvolutionLoop, Individual, Lineage, Population, ReplacementConfig
+from redqueen.fitness import (
+    Objectives,
+    PFSPMatchmaker,
+    RatingSystem,
+    StudentReward,
+    TeacherReward,
+    behavioural_diversity,
+    genotypic_diversity,
+)
+from redqueen.genomes import LoRAGenome
+
+ROLES = ("teacher", "student")
+
+
+@ENVIRONMENTS.register("surrogate")
+class SurrogateEnv(Environment):
+    """Teachers propose vector tasks, students answer them; LoRA genomes on a frozen torch MLP.
+
+    Args:
+        teachers: Number of teachers.
+        students: Number of students.
+        rank: LoRA rank of every genome.
+        alpha: LoRA alpha.
+        init: Founder init, ``"peft"`` (B = 0) or ``"gaussian"``.
+        init_std: Std of gaussian founder factors.
+        dim: Task dimension ``d`` (input and output of the MLP).
+        hidden: Hidden width of the MLP.
+        tasks_per_teacher: Tasks each teacher proposes per step.
+        answers_per_task: Noisy answers the matched student gives per task.
+        tolerance: Max-norm error below which an answer is correct.
+        answer_noise: Std of the answer noise (sampling temperature stand-in).
+        domain: Pre-tanh bound beyond which a task is invalid.
+        learn: Whether members take one gradient step per step.
+        lr: Learning rate of that step.
+        replacement: Full replacement settings; when given, the individual settings below are ignored.
+        replace_every, cull_fraction, selection, selection_params, operators, operator_params,
+            elitism, ranking: Fields of :class:`redqueen.evo.ReplacementConfig`.
+        objectives: Role -> objective names (e.g. ``("rating", "teacher_reward")``).
+        teacher_reward: Teacher reward (default PopuLoRA's).
+        student_reward: Student reward.
+        seed: Seeds the frozen model, the founders and every random choice.
+
+    Raises:
+        ValueError: If a role is empty or a size is not positive.
+    """
+
+    def __init__(
+        self,
+        *,
+        teachers: int = 8,
+        students: int = 8,
+        rank: int = 4,
+        alpha: float = 8.0,
+        init: str = "gaussian",
+        init_std: float = 0.05,
+        dim: int = 4,
+        hidden: int = 16,
+        tasks_per_teacher: int = 8,
+        answers_per_task: int = 4,
+        tolerance: float = 0.5,
+        answer_noise: float = 0.1,
+        domain: float = 3.0,
+        learn: bool = True,
+        lr: float = 0.1,
+        replacement: ReplacementConfig | None = None,
+        replace_every: int = 2,
+        cull_fraction: float = 0.25,
+        selection: str = "rating_lcb",
+        selection_params: Mapping[str, Any] | None = None,
+        operators: Mapping[str, float] | None = None,
+        operator_params: Mapping[str, Mapping[str, Any]] | None = None,
+        elitism: int = 1,
+        ranking: str = "rating_lcb",
+        objectives: Mapping[str, Sequence[str]] | None = None,
+        teacher_reward: TeacherReward | None = None,
+        student_reward: StudentReward | None = None,
+        seed: int = 0,
+    ) -> None:
+        for name, value in (("teachers", teachers), ("students", students), ("dim", dim), ("hidden", hidden),
+                            ("tasks_per_teacher", tasks_per_teacher), ("answers_per_task", answers_per_task)):
+            if value < 1:
+                raise ValueError(f"SurrogateEnv.{name} must be >= 1, got {value}")
+        self.dim, self.n_tasks, self.n_answers = int(dim), int(tasks_per_teacher), int(answers_per_task)
+        self.tolerance, self.answer_noise, self.domain = float(tolerance), float(answer_noise), float(domain)
+        self.learn, self.lr, self.seed = bool(learn), float(lr), int(seed)
+        self.teacher_reward = teacher_reward or TeacherReward()
+        self.student_reward = student_reward or StudentReward()
+        self.replacement = replacement or ReplacementConfig(
+            replace_every=replace_every, cull_fraction=cull_fraction, selection=selection,
+            selection_params=dict(selection_params or {}),
+            operators=dict(operators or {"svd_merge": 0.5, "gaussian": 0.5}),
+            operator_params={k: dict(v) for k, v in (operator_params or {}).items()}, elitism=elitism,
+            ranking=ranking,
+        )
+        wanted = {role: tuple(names) for role, names in (objectives or {}).items() if role in ROLES}
+        self.objectives = {role: Objectives(wanted.get(role, ("rating",))) for role in ROLES}
+
+        gen = torch.Generator().manual_seed(self.seed)
+        self.shapes = {"layers.0": (hidden, dim), "layers.1": (hidden, hidden), "layers.2": (dim, hidden)}
+        self.base = {n: (torch.randn(o, i, generator=gen) / i**0.5, 0.1 * torch.randn(o, generator=gen))
+                     for n, (o, i) in self.shapes.items()}
+        self.target = 2.0 * torch.randn(dim, dim, generator=gen) / dim**0.5  # f*(x) = sin(W x)
+        self.benchmark = torch.rand(64, dim, generator=gen) * 2 - 1  # held-out tasks for evaluate()
+
+        self.population, self.lineage, self.ratings = Population(roles=ROLES), Lineage(), RatingSystem()
+        self.matchmaker = PFSPMatchmaker()
+        self.rng = np.random.default_rng(self.seed)
+        self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
+        self.evolution = EvolutionLoop(self.population, self.lineage, self.replacement,
+                                       np.random.default_rng(self.seed + 2), objectives=self.objectives)
+        self.signatures: set[str] = set()
+        self.step_count = 0
+        for role, size in (("teacher", teachers), ("student", students)):
+            for _ in range(size):
+                genome = LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
+                                           std=init_std, base_model="surrogate-mlp")
+                self._admit(Individual(self.population.new_id(role), role, genome, self.objectives[role].weights), 0)
+
+    # -- the model -------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor, genome: LoRAGenome | None,
+                factors: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+        """The frozen MLP with ``genome``'s LoRA updates: ``(n, d) -> (n, d)``."""
+        factors = factors if factors is not None else (dict(genome.items()) if genome is not None else {})
+        scaling = genome.scaling if genome is not None else 0.0
+        last = len(self.shapes) - 1
+        h = x
+        for i, name in enumerate(self.shapes):
+            w, b = self.base[name]
+            out = h @ w.T + b
+            if name in factors:
+                a, bb = factors[name]
+                out = out + scaling * (h @ a.T) @ bb.T  # (n, r) -> (n, out)
+            h = torch.tanh(out) if i < last else out
+        return h
+
+    def solution(self, x: torch.Tensor) -> torch.Tensor:
+        """The hidden target ``f*(x) = sin(W x)``."""
+        return torch.sin(x @ self.target.T)
+
+    def propose(self, genome: LoRAGenome, probes: torch.Tensor,
+                factors: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A teacher's tasks from probe vectors: ``(tasks in (-1, 1)^d, pre-tanh outputs)``."""
+        pre = self.forward(probes, genome, factors)
+        return torch.tanh(pre), pre
+
+    def is_valid(self, pre: torch.Tensor) -> torch.Tensor:
+        """A task is valid when every pre-tanh coordinate is finite and within the domain."""
+        return torch.isfinite(pre).all(dim=1) & (pre.abs().amax(dim=1) <= self.domain)
+
+    def error(self, genome: LoRAGenome, tasks: torch.Tensor) -> torch.Tensor:
+        """Max-norm error of a student's (noise-free) answers, one per task."""
+        return (self.forward(tasks, genome) - self.solution(tasks)).abs().amax(dim=1)
+
+    def evaluate(self, genome: LoRAGenome, role: str = "student") -> dict[str, float]:
+        """Score a genome without playing a match (for DEAP / pymoo drivers).
+
+        A student is scored on a fixed held-out task set (``solve_rate``, ``error``); a teacher on
+        tasks from fixed probes against the living students (``valid_share``, ``teacher_reward``).
+
+        Raises:
+            ValueError: On an unknown role.
+        """
+        with torch.no_grad(), _one_thread():
+            if role == "student":
+                err = self.error(genome, self.benchmark)
+                return {"solve_rate": float((err < self.tolerance).float().mean()), "error": float(err.mean())}
+            if role == "teacher":
+                tasks, pre = self.propose(genome, self.benchmark)
+                valid = self.is_valid(pre)
+                rewards = []
+                for i, task in enumerate(tasks):
+                    rho = None
+                    if valid[i]:
+                        rho = float(np.mean([float(self.error(s.genome, task[None])[0] < self.tolerance)
+                                             for s in self.population.members("student")]))
+                    rewards.append(self.teacher_reward(bool(valid[i]), rho))
+                return {"valid_share": float(valid.float().mean()), "teacher_reward": float(np.mean(rewards))}
+        raise ValueError(f"SurrogateEnv.evaluate: unknown role {role!r} (teacher, student)")
+
+    # -- one step --------------------------------------------------------------------------
+    def step(self) -> StepRecord:
+        """Match, propose, answer, reward, learn, rate, and replace when due."""
+        with _one_thread():
+            return self._step()
+
+    def _step(self) -> StepRecord:
+        start, step = time.perf_counter(), self.step_count
+        teachers, students = self.population.members("teacher"), self.population.members("student")
+        pairs = self.matchmaker.pair([t.id for t in teachers], [s.id for s in students], self.ratings, self.rng)
+        probes = torch.randn(len(pairs), self.n_tasks, self.dim, generator=self.torch_rng)
+        rows, seen = [], {ind.id: _Seen() for ind in self.population.living}
+        for (tid, sid), probe in zip(pairs, probes, strict=True):
+            teacher, student = self.population.get(tid), self.population.get(sid)
+            seen[tid].partner = sid
+            with torch.no_grad():
+                tasks, pre = self.propose(teacher.genome, probe)
+                valid = self.is_valid(pre)
+                clean = self.forward(tasks, student.genome)
+                noise = torch.randn(self.n_answers, *clean.shape, generator=self.torch_rng)
+                answers = clean + self.answer_noise * noise  # (answers, tasks, d)
+                err = (answers - self.solution(tasks)).abs().amax(dim=2)
+            statuses = np.where(~torch.isfinite(answers).all(2).numpy() | (answers.abs().amax(2) > 10).numpy(),
+                                "unparseable", np.where((err < self.tolerance).numpy(), "correct", "wrong"))
+            rates = []
+            for j in range(self.n_tasks):
+                ok = bool(valid[j])
+                rho = float((statuses[:, j] == "correct").mean()) if ok else None
+                reward = self.teacher_reward(ok, rho)
+                seen[tid].add(reward, rho, tasks[j] if ok else None, probe[j])
+                if ok:
+                    rates.append(rho)
+                    seen[sid].add(float(np.mean([self.student_reward(s) for s in statuses[:, j]])), rho, tasks[j], None)
+                rows.append(self._task_row(step, tid, sid, tasks[j], ok, rho))
+            solved = float(np.mean(rates)) if rates else 1.0  # no valid task: the student wins
+            self.ratings.record_score(tid, sid, 1.0 - solved, solved)
+        if self.learn:
+            self._learn(seen)
+        self._describe(seen)
+        metrics = self._metrics(step, rows)
+        births, deaths = [], []
+        if self.replacement.due(step):
+            born, deaths = self.evolution.replace(step + 1, self.ratings)
+            births = [b.id for b in born]
+            for dead in deaths:
+                self.ratings.remove(dead)
+        self.evolution.sync_ratings(self.ratings)
+        self.lineage.update_fitness(self.population.living)
+        metrics["seconds"] = time.perf_counter() - start
+        self.step_count += 1
+        return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=self._rating_rows(step),
+                          births=births, deaths=deaths)
+
+    # -- learning, statistics, reports -----------------------------------------------------
+    def _learn(self, seen: dict[str, _Seen]) -> None:
+        """One gradient step per member that played; genomes are replaced, never edited."""
+        updates: dict[str, LoRAGenome] = {}
+        for ind in self.population.living:
+            record = seen[ind.id]
+            if not record.probes and not record.tasks:
+                continue
+            factors = {n: (a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_())
+                       for n, (a, b) in ind.genome.items()}
+            if ind.role == "teacher":
+                partner = self.population.get(record.partner)
+                tasks, pre = self.propose(ind.genome, torch.stack(record.probes), factors)
+                err = (self.forward(tasks, partner.genome) - self.solution(tasks)).abs().amax(dim=1)
+                p = torch.sigmoid((self.tolerance - err) / (0.1 * self.tolerance))
+                penalty = torch.relu(pre.abs() - self.domain).pow(2).mean()
+                loss = penalty - 4.0 * (p * (1 - p)).mean()  # tasks solved half the time pay most
+            else:
+                tasks = torch.stack(record.tasks)
+                loss = (self.forward(tasks, ind.genome, factors) - self.solution(tasks)).pow(2).mean()
+            params = [t for pair in factors.values() for t in pair]
+            grads = torch.autograd.grad(loss, params)
+            it = iter(grads)
+            updates[ind.id] = ind.genome.replace(
+                {n: ((a - self.lr * next(it)).detach(), (b - self.lr * next(it)).detach()) for n, (a, b) in factors.items()}
+            )
+        for member_id, genome in updates.items():
+            self.population.get(member_id).genome = genome
+
+    def _describe(self, seen: dict[str, _Seen]) -> None:
+        """Objectives, behaviour descriptors and lexicase cases of every living member."""
+        from redqueen.fitness import novelty_scores
+
+        all_tasks = [t for r in seen.values() if r.probes for t in r.tasks if t is not None]
+        pool = torch.stack(all_tasks) if all_tasks else torch.zeros(1, self.dim)
+        for ind in self.population.living:
+            record, obj = seen[ind.id], ind.objectives
+            if ind.role == "teacher" and record.rewards:
+                valid = [t for t in record.tasks if t is not None]
+                obj.update(teacher_reward=float(np.mean(record.rewards)), solve_rate=_mean(record.rates),
+                           valid_share=len(valid) / len(record.rewards),
+                           complexity=float(torch.stack(valid).abs().mean()) if valid else 0.0)
+                ind.cases = np.asarray(record.rewards, dtype=float)
+            elif ind.role == "student":
+                with torch.no_grad():
+                    err = self.error(ind.genome, pool)
+                ind.cases = (err < self.tolerance).float().numpy()
+                obj["error"] = float((err / (err + self.tolerance)).mean())
+                if record.rewards:
+                    obj.update(student_reward=float(np.mean(record.rewards)), solve_rate=_mean(record.rates))
+            for key in ("teacher_reward", "valid_share", "complexity") if ind.role == "teacher" else ("student_reward",):
+                obj.setdefault(key, 0.0)
+            obj.setdefault("solve_rate", 0.0)
+            if ind.cases is None:
+                ind.cases = np.zeros(self.n_tasks)
+            second = obj["complexity"] if ind.role == "teacher" else obj["error"]
+            ind.descriptor = np.array([obj["solve_rate"], second])
+        for role in ROLES:
+            members = self.population.members(role)
+            scores = novelty_scores(np.vstack([m.descriptor for m in members]), k=3)
+            for ind, score in zip(members, scores, strict=True):
+                ind.objectives["novelty"] = float(score)
+
+    def _task_row(self, step: int, tid: str, sid: str, task: torch.Tensor, valid: bool, rho: float | None) -> dict[str, Any]:
+        signature = hashlib.sha1(np.round(task.numpy(), 1).tobytes()).hexdigest()[:10]
+        if valid:
+            self.signatures.add(signature)
+        return {"step": step, "teacher": tid, "student": sid, "task_type": "vector", "valid": valid,
+                "reason": None if valid else "out_of_domain",
+                "complexity": float(task.abs().mean()) if valid else None, "solve_rate": rho,
+                "signature": signature}
+
+    def _metrics(self, step: int, rows: list[dict[str, Any]]) -> dict[str, float]:
+        valid = [r for r in rows if r["valid"]]
+        geno, beha = [], []
+        for role in ROLES:
+            members = self.population.members(role)
+            geno.append(genotypic_diversity([m.genome for m in members]))
+            beha.append(behavioural_diversity(np.vstack([m.descriptor for m in members])))
+        return {
+            "step": float(step),
+            "solve_rate": _mean([r["solve_rate"] for r in valid]),
+            "teacher_reward": _mean([self.teacher_reward(r["valid"], r["solve_rate"]) for r in rows]),
+            "valid_share": len(valid) / max(1, len(rows)),
+            "best_rating": max(self.ratings.lcb(m.id) for m in self.population.living),
+            "genotypic_diversity": float(np.mean(geno)),
+            "behavioural_diversity": float(np.mean(beha)),
+            "coverage": float(len(self.signatures)),
+        }
+
+    def _rating_rows(self, step: int) -> list[dict[str, Any]]:
+        rows = []
+        for ind in self.population.living:
+            mu, sigma = self.ratings.get(ind.id)
+            rows.append({"step": step, "id": ind.id, "role": ind.role, "mu": mu, "sigma": sigma,
+                         "lcb": mu - 3.0 * sigma, "objectives": dict(ind.objectives)})
+        return rows
+
+    def _admit(self, ind: Individual, step: int) -> None:
+        self.population.add(ind)
+        self.lineage.record_birth(ind, step)
+        ind.rating = self.ratings.add(ind.id)
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Genomes, lineage, ratings, coverage, step count and every RNG state."""
+        return {
+            "seed": self.seed, "step_count": self.step_count,
+            "population": self.population.state_dict(), "lineage": self.lineage.state_dict(),
+            "ratings": self.ratings.state_dict(), "evolution": self.evolution.state_dict(),
+            "rng": self.rng.bit_generator.state, "torch_rng": self.torch_rng.get_state(),
+            "signatures": sorted(self.signatures),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned.
+
+        Raises:
+            ValueError: If the checkpoint was made with another seed (another frozen model).
+        """
+        if state["seed"] != self.seed:
+            raise ValueError(f"SurrogateEnv: checkpoint seed {state['seed']} != environment seed {self.seed}")
+        self.step_count = int(state["step_count"])
+        self.population.load_state_dict(state["population"])
+        self.lineage.load_state_dict(state["lineage"])
+        self.ratings.load_state_dict(state["ratings"])
+        self.evolution.load_state_dict(state["evolution"])
+        self.rng.bit_generator.state = state["rng"]
+        self.torch_rng.set_state(state["torch_rng"])
+        self.signatures = set(state["signatures"])
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch on one thread: the tensors are tiny, so thread hand-offs cost more than they save."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+class _Seen:
+    """What one member met during a step: rewards, solve rates, tasks, probes, partner."""
+
+    def __init__(self) -> None:
+        self.rewards: list[float] = []
+        self.rates: list[float] = []
+        self.tasks: list[torch.Tensor] = []
+        self.probes: list[torch.Tensor] = []
+        self.partner: str | None = None
+
+    def add(self, reward: float, rate: float | None, task: torch.Tensor | None, probe: torch.Tensor | None) -> None:
+        self.rewards.append(float(reward))
+        if rate is not None:
+            self.rates.append(float(rate))
+        if task is not None or probe is not None:
+            self.tasks.append(task)
+        if probe is not None:
+            self.probes.append(probe)
+
+
+def _mean(values: Sequence[float | None]) -> float:
+    values = [v for v in values if v is not None]
+    return float(np.mean(values)) if values else 0.0
