@@ -1,0 +1,53 @@
+"""Benchmark evaluation of evolved populations.
+
+Offers:
+
+- :class:`BenchmarkSuite` (protocol), :class:`Problem` and the registry :data:`SUITES`
+  (``@SUITES.register("name")`` on a suite class); shipped suites:
+
+  - ``humaneval`` (:class:`HumanEvalSuite`): HumanEval's 164 problems, greedy pass@1,
+    checked in the sandboxed executor;
+  - ``code_output`` (:class:`CodeOutputSuite`): held-out procedural output-prediction tasks in
+    the environment's own prompt format, on which the shipped ``tiny-coder`` scores.
+
+- :func:`evaluate_run`: every living member of a run, the bare base model and any baselines,
+  in mixed-adapter batches; writes ``eval_<suite>.json`` and ``eval_<suite>.md``.
+- :class:`EvalReport`, :class:`MemberScore`, :class:`Summary`: the records it returns.
+- :func:`compare_runs`: the paper's table (population mean, weakest member, self-play baseline).
+- :func:`redqueen.experiments.evaluation.command.eval_command`: the ``redqueen eval`` command.
+
+``LM_EVAL.md`` next to this file explains how to run lm-evaluation-harness on exported members.
+"""
+
+from __future__ import annotations
+
+from redqueen.experiments.evaluation._code_output import CodeOutputSuite
+from redqueen.experiments.evaluation._compare import compare_runs, comparison_table
+from redqueen.experiments.evaluation._evaluate import evaluate_run
+from redqueen.experiments.evaluation._humaneval import HUMANEVAL_STOPS, HumanEvalSuite
+from redqueen.experiments.evaluation._report import EvalReport, MemberScore, Summary, summarize
+from redqueen.experiments.evaluation._suite import (
+    SUITES,
+    BenchmarkSuite,
+    Problem,
+    make_suite,
+    truncate_at_stops,
+)
+
+__all__ = [
+    "HUMANEVAL_STOPS",
+    "SUITES",
+    "BenchmarkSuite",
+    "CodeOutputSuite",
+    "EvalReport",
+    "HumanEvalSuite",
+    "MemberScore",
+    "Problem",
+    "Summary",
+    "compare_runs",
+    "comparison_table",
+    "evaluate_run",
+    "make_suite",
+    "summarize",
+    "truncate_at_stops",
+]

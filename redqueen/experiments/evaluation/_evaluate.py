@@ -1,0 +1,312 @@
+"""Benchmark every living member of a run, the bare base model and any baselines."""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from redqueen.experiments.evaluation._report import EvalReport, MemberScore
+from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make_suite
+from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
+
+#: The shipped base model's name in configurations.
+TINY_CODER = "tiny-coder"
+
+
+@dataclass(frozen=True)
+class Contestant:
+    """One model to benchmark: a PEFT adapter folder (or ``None`` for the bare base model)."""
+
+    member: str
+    role: str
+    source: str
+    adapter: Path | None
+
+
+def _roles(run: RunDirectory) -> dict[str, str]:
+    """Member id -> role from ``lineage.csv`` (empty when the file is absent)."""
+    if not run.lineage_path.is_file():
+        return {}
+    with open(run.lineage_path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None or "id" not in reader.fieldnames:
+            raise RunDirectoryError(f"{run.lineage_path}: no 'id' column")
+        return {row["id"]: row.get("role") or "member" for row in reader}
+
+
+def _adapter_folders(run: RunDirectory) -> list[Path]:
+    folders = [run.population_dir / member for member in run.population_ids()]
+    return [folder for folder in folders if (folder / "adapter_config.json").is_file()]
+
+
+def population_contestants(run_dir: str | Path) -> list[Contestant]:
+    """The living members of a run directory, with their roles from ``lineage.csv``.
+
+    Raises:
+        RunDirectoryError: If the directory, its ``config.yaml`` or its ``population/`` adapters
+            are missing (the path is named).
+    """
+    run = RunDirectory(run_dir)
+    run.require()
+    folders = _adapter_folders(run)
+    if not folders:
+        raise RunDirectoryError(f"{run.population_dir}: no member adapters (adapter_config.json)")
+    roles = _roles(run)
+    return [Contestant(f.name, roles.get(f.name, "member"), "population", f) for f in folders]
+
+
+def baseline_contestants(path: str | Path) -> list[Contestant]:
+    """Baselines from an exported adapter folder or from a run directory (each living member).
+
+    A self-play run directory gives one contestant per member, labelled ``<run>/<id>``.
+
+    Raises:
+        RunDirectoryError: If ``path`` is neither an adapter folder nor a run directory.
+    """
+    path = Path(path)
+    if (path / "adapter_config.json").is_file():
+        return [Contestant(path.name, "baseline", "baseline", path)]
+    if not path.is_dir():
+        raise RunDirectoryError(f"baseline {path} does not exist")
+    run = RunDirectory(path)
+    folders = _adapter_folders(run)
+    if not folders:
+        raise RunDirectoryError(
+            f"baseline {path}: neither an adapter folder (adapter_config.json) nor a run directory with population/"
+        )
+    return [Contestant(f"{path.name}/{f.name}", "baseline", "baseline", f) for f in folders]
+
+
+def resolve_model(name: str) -> str:
+    """A loadable model path or id: ``tiny-coder`` means the shipped model."""
+    if name == TINY_CODER:
+        from redqueen.engine import tiny_coder_path
+
+        return str(tiny_coder_path())
+    return name
+
+
+def run_model(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
+    """The base model name and the ``model`` section of a run's ``config.yaml``.
+
+    Raises:
+        RunDirectoryError: If the config is missing or has no ``model.name``.
+    """
+    run = RunDirectory(run_dir)
+    config = run.read_config()
+    section = config.get("model")
+    if isinstance(section, str):
+        section = {"name": section}
+    if not isinstance(section, dict) or not isinstance(section.get("name"), str):
+        raise RunDirectoryError(f"{run.config_path}: model.name is missing")
+    return section["name"], section
+
+
+def fit_prompt(tokenizer: Any, prompt: str, budget: int) -> tuple[str, bool]:
+    """``prompt`` cut from the left to at most ``budget`` tokens; also whether it was cut.
+
+    Keeping the end keeps the function signature and docstring the model must continue.
+    """
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    if len(ids) <= budget:
+        return prompt, False
+    return tokenizer.decode(ids[len(ids) - budget :], skip_special_tokens=True), True
+
+
+def context_length(host: Any) -> int | None:
+    """The host model's context window in tokens, if it says."""
+    model = getattr(host, "model", None)
+    config = getattr(model, "config", None)
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(getattr(host, "tokenizer", None), "model_max_length", None)
+    return limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    suite: str | BenchmarkSuite,
+    *,
+    baselines: Sequence[str | Path] = (),
+    limit: int | None = None,
+    device: str = "cpu",
+    batch_size: int = 32,
+    workers: int | None = None,
+    write: bool = True,
+    host: Any = None,
+) -> EvalReport:
+    """Greedy pass@1 of every living member, the bare base model and each baseline.
+
+    All (model, problem) pairs are generated through one :class:`~redqueen.engine.AdapterHost`
+    in mixed batches (each row names its adapter), so a population costs about as much as one
+    model per batch. Answers are checked in the sandboxed :class:`~redqueen.verifiers.Executor`.
+
+    Args:
+        run_dir: A run directory (``config.yaml``, ``lineage.csv``, ``population/<id>/``).
+        suite: A registered suite name (``humaneval``, ``code_output``) or a suite instance.
+        baselines: Exported adapter folders or run directories (e.g. a self-play run).
+        limit: Only the first ``limit`` problems.
+        device: Torch device for generation.
+        batch_size: Rows per generation batch.
+        workers: Sandbox worker processes (default: the executor's).
+        write: Write ``eval_<suite>.json`` and ``eval_<suite>.md`` into ``run_dir``.
+        host: An existing host of the run's base model, to reuse a loaded model.
+
+    Raises:
+        RunDirectoryError: If the run directory, a baseline or an adapter cannot be read.
+        redqueen._registry.UnknownNameError: If the suite name is not registered.
+    """
+    suite = make_suite(suite)
+    contestants = population_contestants(run_dir)
+    contestants.append(Contestant("base", "base", "base", None))
+    for baseline in baselines:
+        contestants += baseline_contestants(baseline)
+    model_name, section = run_model(run_dir)
+    problems = suite.problems(limit)
+    if not problems:
+        raise ValueError(f"benchmark {suite.name}: no problems (limit={limit})")
+
+    start = time.perf_counter()
+    if host is None:
+        from redqueen.engine import AdapterHost
+
+        host = AdapterHost(
+            resolve_model(model_name),
+            device=device,
+            target_modules=section.get("target_modules"),
+        )
+    adapter_ids = _load_adapters(host, contestants)
+    prompts, truncated, max_new_tokens = _prompts(host, suite, problems)
+    try:
+        texts = _generate(host, suite, prompts, adapter_ids, max_new_tokens, batch_size)
+    finally:
+        for adapter_id in adapter_ids:
+            if adapter_id is not None:
+                host.remove_adapter(adapter_id)
+    scores = _check(suite, problems, contestants, texts, workers)
+    report = EvalReport(
+        suite=suite.name,
+        run_dir=str(run_dir),
+        model=model_name,
+        problems=tuple(problem.id for problem in problems),
+        scores=tuple(scores),
+        truncated_prompts=truncated,
+        seconds=time.perf_counter() - start,
+        extra={"max_new_tokens": max_new_tokens, "device": device},
+    )
+    if write:
+        report.write(run_dir)
+    return report
+
+
+def _load_adapters(host: Any, contestants: Sequence[Contestant]) -> list[str | None]:
+    from redqueen.genomes import LoRAGenome
+
+    ids: list[str | None] = []
+    for index, contestant in enumerate(contestants):
+        if contestant.adapter is None:
+            ids.append(None)
+            continue
+        try:
+            genome = LoRAGenome.from_peft(contestant.adapter)
+        except Exception as error:  # any unreadable adapter is a bad input, named by folder
+            raise RunDirectoryError(f"{contestant.adapter}: cannot load adapter ({error})") from None
+        adapter_id = f"eval{index}"
+        try:
+            host.add_adapter(adapter_id, genome)
+        except Exception as error:
+            for loaded in ids:
+                if loaded is not None:
+                    host.remove_adapter(loaded)
+            raise RunDirectoryError(
+                f"{contestant.adapter}: adapter does not fit the base model ({error})"
+            ) from None
+        ids.append(adapter_id)
+    return ids
+
+
+def _prompts(host: Any, suite: BenchmarkSuite, problems: Sequence[Problem]) -> tuple[list[str], int, int]:
+    """Prompts fitted to the context window, the number cut, and the generation budget."""
+    max_new_tokens = suite.max_new_tokens
+    window = context_length(host)
+    if window is None:
+        return [problem.prompt for problem in problems], 0, max_new_tokens
+    # Never let the answer budget eat more than half the window.
+    max_new_tokens = min(max_new_tokens, window // 2)
+    budget = window - max_new_tokens
+    prompts, truncated = [], 0
+    for problem in problems:
+        prompt, cut = fit_prompt(host.tokenizer, problem.prompt, budget)
+        prompts.append(prompt)
+        truncated += cut
+    return prompts, truncated, max_new_tokens
+
+
+def _generate(
+    host: Any,
+    suite: BenchmarkSuite,
+    prompts: Sequence[str],
+    adapter_ids: Sequence[str | None],
+    max_new_tokens: int,
+    batch_size: int,
+) -> list[list[str]]:
+    """Generated texts, ``texts[contestant][problem]``, in mixed-adapter batches."""
+    from redqueen.engine import SamplingParams
+
+    sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, stop=tuple(suite.stop))
+    rows = [(c, p) for c in range(len(adapter_ids)) for p in range(len(prompts))]
+    texts: list[list[str]] = [[""] * len(prompts) for _ in adapter_ids]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as progress:
+        task = progress.add_task(f"{suite.name}: generating", total=len(rows))
+        for begin in range(0, len(rows), max(1, batch_size)):
+            batch = rows[begin : begin + batch_size]
+            generations = host.generate(
+                [prompts[p] for _, p in batch], [adapter_ids[c] for c, _ in batch], sampling
+            )
+            for (c, p), generation in zip(batch, generations, strict=True):
+                texts[c][p] = generation.text
+            progress.advance(task, len(batch))
+    return texts
+
+
+def _check(
+    suite: BenchmarkSuite,
+    problems: Sequence[Problem],
+    contestants: Sequence[Contestant],
+    texts: Sequence[Sequence[str]],
+    workers: int | None,
+) -> list[MemberScore]:
+    from redqueen.verifiers import Executor
+
+    flat_problems = [problem for _ in contestants for problem in problems]
+    flat = [
+        suite.completion(problem, text)
+        for row in texts
+        for problem, text in zip(problems, row, strict=True)
+    ]
+    with Executor(workers=workers, timeout=suite.timeout) as executor:
+        verdicts = suite.check(flat_problems, flat, executor)
+    scores = []
+    n = len(problems)
+    for index, contestant in enumerate(contestants):
+        passed = verdicts[index * n : (index + 1) * n]
+        scores.append(
+            MemberScore(
+                member=contestant.member,
+                role=contestant.role,
+                source=contestant.source,
+                passed=sum(passed),
+                total=n,
+                solved=tuple(problem.id for problem, ok in zip(problems, passed, strict=True) if ok),
+            )
+        )
+    return scores

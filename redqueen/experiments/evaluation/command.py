@@ -1,0 +1,57 @@
+"""``redqueen eval``: benchmark an evolved population from the command line.
+
+Register with ``app.command("eval")(eval_command)``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from redqueen._registry import UnknownNameError
+from redqueen.experiments.evaluation._evaluate import evaluate_run
+from redqueen.experiments.evaluation._suite import SUITES
+from redqueen.experiments.rundir import RunDirectoryError
+
+
+def _fail(message: str) -> typer.Exit:
+    print(f"error: {message}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+def eval_command(
+    run_dir: Path = typer.Argument(..., help="Run directory (holds config.yaml and population/)."),
+    benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark suite name."),
+    baseline: list[Path] | None = typer.Option(
+        None, "--baseline", help="A self-play run directory or an exported adapter folder (repeatable)."
+    ),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N problems."),
+    device: str = typer.Option("cpu", "--device", help="Torch device for generation."),
+    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Rows per generation batch."),
+    workers: int | None = typer.Option(None, "--workers", min=1, help="Sandbox worker processes."),
+) -> None:
+    """Greedy pass@1 of every living member, the base model and baselines; writes eval_<benchmark>.json/.md."""
+    if not run_dir.is_dir():
+        raise _fail(f"run directory {run_dir} does not exist")
+    if benchmark not in SUITES:
+        raise _fail(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(SUITES))})")
+    baselines = list(baseline or [])
+    for path in baselines:
+        if not path.exists():
+            raise _fail(f"baseline {path} does not exist")
+    try:
+        report = evaluate_run(
+            run_dir,
+            benchmark,
+            baselines=baselines,
+            limit=limit,
+            device=device,
+            batch_size=batch_size,
+            workers=workers,
+        )
+    except (RunDirectoryError, UnknownNameError, ModuleNotFoundError, ValueError) as error:
+        raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+    print(report.to_markdown())
+    print(f"wrote {run_dir / f'eval_{benchmark}.json'} and {run_dir / f'eval_{benchmark}.md'}")
