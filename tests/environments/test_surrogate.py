@@ -1,0 +1,98 @@
+"""The surrogate environment: protocol, row schemas, reward shapes, determinism, resume."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+
+from redqueen.environments.base import ENVIRONMENTS
+from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.fitness import TeacherReward
+
+SMALL = dict(teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3, replace_every=2,
+             operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="tournament")
+
+
+def _strip(metrics):
+    return {k: v for k, v in metrics.items() if k != "seconds"}
+
+
+def test_registered_and_reports_every_row_schema():
+    assert ENVIRONMENTS["surrogate"] is SurrogateEnv
+    env = SurrogateEnv(seed=0, **SMALL)
+    first = env.step()
+    assert first.step == 0 and env.step_count == 1 and not first.births
+    for key in ("step", "seconds", "solve_rate", "teacher_reward", "valid_share", "best_rating",
+                "genotypic_diversity", "behavioural_diversity", "coverage"):
+        assert np.isfinite(first.metrics[key]), key
+    assert len(first.tasks) == 3 * 4
+    row = first.tasks[0]
+    assert set(row) == {"step", "teacher", "student", "task_type", "valid", "reason", "complexity", "solve_rate", "signature"}
+    assert {r["id"] for r in first.ratings} == {m.id for m in env.population.living}
+    assert all({"mu", "sigma", "lcb", "role", "objectives"} <= set(r) for r in first.ratings)
+    second = env.step()  # replacement is due after step 1
+    assert len(second.births) == 2 and len(second.deaths) == 2
+    for child in second.births:
+        assert child in env.lineage and set(env.lineage[child].parents) <= set(env.lineage.records[i].name for i in range(len(env.lineage)))
+        assert env.population.get(child).genome.rank == 2
+    assert all(env.lineage[d].destruction_time == 2 for d in second.deaths)
+
+
+def test_rewards_have_the_real_shapes():
+    env = SurrogateEnv(seed=1, domain=0.3, **SMALL)
+    record = env.step()
+    invalid = [r for r in record.tasks if not r["valid"]]
+    valid = [r for r in record.tasks if r["valid"]]
+    assert invalid and all(r["reason"] == "out_of_domain" and r["solve_rate"] is None for r in invalid)
+    assert all(0.0 <= r["solve_rate"] <= 1.0 for r in valid)
+    expected = np.mean([TeacherReward()(r["valid"], r["solve_rate"]) for r in record.tasks])
+    assert record.metrics["teacher_reward"] == pytest.approx(expected)
+    assert record.metrics["valid_share"] == pytest.approx(len(valid) / len(record.tasks))
+    teacher = env.population.members("teacher")[0]
+    assert {"teacher_reward", "solve_rate", "valid_share", "novelty"} <= set(teacher.objectives)
+    assert teacher.descriptor.shape == (2,) and teacher.cases.shape == (4,)
+
+
+def test_seeded_and_resumes_bit_for_bit():
+    a, b = SurrogateEnv(seed=3, **SMALL), SurrogateEnv(seed=3, **SMALL)
+    for _ in range(3):
+        assert _strip(a.step().metrics) == _strip(b.step().metrics)
+    buffer = io.BytesIO()
+    torch.save(a.state_dict(), buffer)
+    buffer.seek(0)
+    c = SurrogateEnv(seed=3, **SMALL)
+    c.load_state_dict(torch.load(buffer, weights_only=False))
+    assert c.step_count == 3
+    for _ in range(2):
+        ra, rc = a.step(), c.step()
+        assert _strip(ra.metrics) == _strip(rc.metrics) and ra.births == rc.births and ra.tasks == rc.tasks
+    for x, y in zip(a.population.living, c.population.living, strict=True):
+        assert x.id == y.id
+        assert all(torch.equal(p, q) for (n, (p, _)), (_, (q, _)) in zip(x.genome.items(), y.genome.items(), strict=True))
+    with pytest.raises(ValueError, match="seed"):
+        SurrogateEnv(seed=4, **SMALL).load_state_dict(a.state_dict())
+
+
+def test_students_learn_their_tasks():
+    env = SurrogateEnv(seed=0, replace_every=0, learn=True, **{k: v for k, v in SMALL.items() if k != "replace_every"})
+    before = np.mean([env.evaluate(s.genome)["error"] for s in env.population.members("student")])
+    for _ in range(6):
+        env.step()
+    after = np.mean([env.evaluate(s.genome)["error"] for s in env.population.members("student")])
+    assert after < before
+    assert set(env.evaluate(env.population.members("teacher")[0].genome, "teacher")) == {"valid_share", "teacher_reward"}
+    with pytest.raises(ValueError, match="role"):
+        env.evaluate(env.population.members("teacher")[0].genome, "judge")
+
+
+def test_builds_from_the_surrogate_preset():
+    from redqueen.experiments.build import kwargs_for
+    from redqueen.experiments.config import load_config
+
+    cfg = load_config("surrogate", overrides=["population.teachers=2", "population.students=2"])
+    env = SurrogateEnv(**kwargs_for(SurrogateEnv, cfg))
+    assert len(env.population.members("teacher")) == 2 and env.replacement.selection == cfg.evolution.selection
+    assert np.isfinite(env.step().metrics["solve_rate"])
