@@ -76,7 +76,11 @@ class CodeOutputSuite:
         if key not in _CACHE:
             _CACHE[key] = self._build(n)
         problems = _CACHE[key]
-        return [p for p in problems if p.data["program"] not in self.exclude] if self.exclude else list(problems)
+        return (
+            [p for p in problems if p.data["program"] not in self.exclude]
+            if self.exclude
+            else list(problems)
+        )
 
     def _build(self, n: int) -> list[Problem]:
         from redqueen.engine.tinycoder.corpus import build_corpus, entry_task
@@ -106,13 +110,17 @@ class CodeOutputSuite:
         """The generated text up to the closing ``</answer>`` tag."""
         return generated.split(self.stop[0], 1)[0]
 
-    def check(self, problems: Sequence[Problem], completions: Sequence[str], executor: Any) -> list[bool]:
+    def check(
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+    ) -> list[bool]:
         """Parse each answer as an output literal and compare it with the sandbox's gold output."""
         from redqueen.verifiers import AnswerStatus, check_answers, make_task
         from redqueen.verifiers.formats import parse_solution
 
         if len(problems) != len(completions):
-            raise ValueError(f"code_output: {len(problems)} problems but {len(completions)} completions")
+            raise ValueError(
+                f"code_output: {len(problems)} problems but {len(completions)} completions"
+            )
         items = [
             (
                 make_task("code_o", p.data["program"], (p.data["input"],), (p.data["output"],)),

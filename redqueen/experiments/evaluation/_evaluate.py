@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore
@@ -17,6 +18,8 @@ from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 #: The shipped base model's name in configurations.
 TINY_CODER = "tiny-coder"
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def baseline_contestants(path: str | Path) -> list[Contestant]:
 def resolve_model(name: str) -> str:
     """A loadable model path or id: ``tiny-coder`` means the shipped model."""
     if name == TINY_CODER:
-        from redqueen.engine import tiny_coder_path
+        from redqueen.assets import tiny_coder_path
 
         return str(tiny_coder_path())
     return name
@@ -109,14 +112,17 @@ def run_model(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
 
 
 def fit_prompt(tokenizer: Any, prompt: str, budget: int) -> tuple[str, bool]:
-    """``prompt`` cut from the left to at most ``budget`` tokens; also whether it was cut.
+    """``prompt`` cut from the left so that it encodes to at most ``budget`` tokens (special
+    tokens included, as the host encodes it); also whether it was cut.
 
     Keeping the end keeps the function signature and docstring the model must continue.
     """
-    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    if len(ids) <= budget:
+    with_special = len(tokenizer(prompt)["input_ids"])
+    if with_special <= budget:
         return prompt, False
-    return tokenizer.decode(ids[len(ids) - budget :], skip_special_tokens=True), True
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    keep = max(1, budget - (with_special - len(ids)))
+    return tokenizer.decode(ids[len(ids) - keep :], skip_special_tokens=True), True
 
 
 def context_length(host: Any) -> int | None:
@@ -138,7 +144,7 @@ def evaluate_run(
     baselines: Sequence[str | Path] = (),
     limit: int | None = None,
     device: str = "cpu",
-    batch_size: int = 32,
+    batch_size: int | None = None,
     workers: int | None = None,
     write: bool = True,
     host: Any = None,
@@ -155,7 +161,7 @@ def evaluate_run(
         baselines: Exported adapter folders or run directories (e.g. a self-play run).
         limit: Only the first ``limit`` problems.
         device: Torch device for generation.
-        batch_size: Rows per generation batch.
+        batch_size: Rows per generation call (default: the host's ``max_batch_size``).
         workers: Sandbox worker processes (default: the executor's).
         write: Write ``eval_<suite>.json`` and ``eval_<suite>.md`` into ``run_dir``.
         host: An existing host of the run's base model, to reuse a loaded model.
@@ -178,11 +184,20 @@ def evaluate_run(
     if host is None:
         from redqueen.engine import AdapterHost
 
+        dtype = section.get("dtype")
+        if dtype is not None and dtype not in _DTYPES:
+            raise RunDirectoryError(
+                f"{run_dir}/config.yaml: model.dtype {dtype!r} is not one of {sorted(_DTYPES)}"
+            )
         host = AdapterHost(
             resolve_model(model_name),
             device=device,
+            dtype=_DTYPES[dtype] if dtype else None,
             target_modules=section.get("target_modules"),
+            backend=section.get("backend", "hf"),
         )
+    if batch_size is None:
+        batch_size = int(getattr(host, "max_batch_size", 32))
     adapter_ids = _load_adapters(host, contestants)
     prompts, truncated, max_new_tokens = _prompts(host, suite, problems)
     try:
@@ -218,7 +233,9 @@ def _load_adapters(host: Any, contestants: Sequence[Contestant]) -> list[str | N
         try:
             genome = LoRAGenome.from_peft(contestant.adapter)
         except Exception as error:  # any unreadable adapter is a bad input, named by folder
-            raise RunDirectoryError(f"{contestant.adapter}: cannot load adapter ({error})") from None
+            raise RunDirectoryError(
+                f"{contestant.adapter}: cannot load adapter ({error})"
+            ) from None
         adapter_id = f"eval{index}"
         try:
             host.add_adapter(adapter_id, genome)
@@ -233,7 +250,9 @@ def _load_adapters(host: Any, contestants: Sequence[Contestant]) -> list[str | N
     return ids
 
 
-def _prompts(host: Any, suite: BenchmarkSuite, problems: Sequence[Problem]) -> tuple[list[str], int, int]:
+def _prompts(
+    host: Any, suite: BenchmarkSuite, problems: Sequence[Problem]
+) -> tuple[list[str], int, int]:
     """Prompts fitted to the context window, the number cut, and the generation budget."""
     max_new_tokens = suite.max_new_tokens
     window = context_length(host)
@@ -261,10 +280,19 @@ def _generate(
     """Generated texts, ``texts[contestant][problem]``, in mixed-adapter batches."""
     from redqueen.engine import SamplingParams
 
-    sampling = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.0, stop=tuple(suite.stop))
-    rows = [(c, p) for c in range(len(adapter_ids)) for p in range(len(prompts))]
+    sampling = SamplingParams(
+        max_new_tokens=max_new_tokens, temperature=0.0, stop=tuple(suite.stop)
+    )
+    # Problem-major order: a batch holds every model on the same few prompts (mixed adapters,
+    # little padding).
+    rows = [(c, p) for p in range(len(prompts)) for c in range(len(adapter_ids))]
     texts: list[list[str]] = [[""] * len(prompts) for _ in adapter_ids]
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task(f"{suite.name}: generating", total=len(rows))
         for begin in range(0, len(rows), max(1, batch_size)):
@@ -306,7 +334,9 @@ def _check(
                 source=contestant.source,
                 passed=sum(passed),
                 total=n,
-                solved=tuple(problem.id for problem, ok in zip(problems, passed, strict=True) if ok),
+                solved=tuple(
+                    problem.id for problem, ok in zip(problems, passed, strict=True) if ok
+                ),
             )
         )
     return scores

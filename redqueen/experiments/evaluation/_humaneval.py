@@ -69,10 +69,14 @@ class HumanEvalSuite:
         """The source the sandbox runs: prompt, completion and the problem's test code."""
         return f"{problem.prompt}{completion}\n\n{problem.data['test']}\n"
 
-    def check(self, problems: Sequence[Problem], completions: Sequence[str], executor: Any) -> list[bool]:
+    def check(
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+    ) -> list[bool]:
         """Run every problem's tests on its completion; ``True`` where ``check`` passed."""
         if len(problems) != len(completions):
-            raise ValueError(f"humaneval: {len(problems)} problems but {len(completions)} completions")
+            raise ValueError(
+                f"humaneval: {len(problems)} problems but {len(completions)} completions"
+            )
         jobs = [
             (self.program(problem, completion), f"check({problem.data['entry_point']})")
             for problem, completion in zip(problems, completions, strict=True)

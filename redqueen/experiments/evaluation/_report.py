@@ -128,7 +128,10 @@ class EvalReport:
                 "n_members": summary.n_members,
                 "mean": summary.mean,
                 "best": {"member": summary.best.member, "pass_at_1": summary.best.pass_at_1},
-                "weakest": {"member": summary.weakest.member, "pass_at_1": summary.weakest.pass_at_1},
+                "weakest": {
+                    "member": summary.weakest.member,
+                    "pass_at_1": summary.weakest.pass_at_1,
+                },
             }
             for name, summary in summaries.items()
         }
@@ -186,7 +189,11 @@ class EvalReport:
             f"## {self.suite}: greedy pass@1",
             "",
             f"Run `{self.run_dir}`, base model `{self.model}`, {len(self.problems)} problems"
-            + (f" ({self.truncated_prompts} prompts cut to fit the context)" if self.truncated_prompts else "")
+            + (
+                f" ({self.truncated_prompts} prompts cut to fit the context)"
+                if self.truncated_prompts
+                else ""
+            )
             + ".",
             "",
             "| member | role | pass@1 | solved |",

@@ -51,7 +51,9 @@ class BenchmarkSuite(Protocol):
         """The part of a generated text that the checker judges (e.g. cut at stop sequences)."""
         ...
 
-    def check(self, problems: Sequence[Problem], completions: Sequence[str], executor: Any) -> list[bool]:
+    def check(
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+    ) -> list[bool]:
         """Whether each completion solves its problem, checked in ``executor``."""
         ...
 

@@ -25,11 +25,15 @@ def eval_command(
     run_dir: Path = typer.Argument(..., help="Run directory (holds config.yaml and population/)."),
     benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark suite name."),
     baseline: list[Path] | None = typer.Option(
-        None, "--baseline", help="A self-play run directory or an exported adapter folder (repeatable)."
+        None,
+        "--baseline",
+        help="A self-play run directory or an exported adapter folder (repeatable).",
     ),
     limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N problems."),
     device: str = typer.Option("cpu", "--device", help="Torch device for generation."),
-    batch_size: int = typer.Option(32, "--batch-size", min=1, help="Rows per generation batch."),
+    batch_size: int | None = typer.Option(
+        None, "--batch-size", min=1, help="Rows per generation call (default: the host's)."
+    ),
     workers: int | None = typer.Option(None, "--workers", min=1, help="Sandbox worker processes."),
 ) -> None:
     """Greedy pass@1 of every living member, the base model and baselines; writes eval_<benchmark>.json/.md."""
