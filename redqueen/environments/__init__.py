@@ -1,1 +1,30 @@
-"""redqueen.environments."""
+"""Environments: where populations of LoRA adapters meet, play, learn and evolve.
+
+- :class:`Environment`, :class:`StepRecord`, :data:`ENVIRONMENTS`: the protocol the runner drives
+  and the registry of environments by name.
+- :class:`CoevolutionEnv` (``"coevolution"``): PopuLoRA's teachers vs students on code tasks.
+- :class:`SelfPlayEnv` (``"selfplay"``): the Absolute Zero single-agent self-play baseline.
+- :class:`GameSettings`: per-step budgets of both code environments.
+- :class:`TaskBuffer`, :func:`task_signature`, :func:`complexity_score`: reference tasks,
+  task identity (coverage) and complexity.
+"""
+
+from __future__ import annotations
+
+from redqueen.environments._codegame import GameSettings
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.coevolution import CoevolutionEnv
+from redqueen.environments.selfplay import SelfPlayEnv
+from redqueen.environments.task_buffer import TaskBuffer, complexity_score, task_signature
+
+__all__ = [
+    "ENVIRONMENTS",
+    "CoevolutionEnv",
+    "Environment",
+    "GameSettings",
+    "SelfPlayEnv",
+    "StepRecord",
+    "TaskBuffer",
+    "complexity_score",
+    "task_signature",
+]

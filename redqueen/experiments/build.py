@@ -128,8 +128,115 @@ def _build_generic(cls: type, cfg: ExperimentConfig) -> Any:
         ) from error
 
 
+def game_settings(cfg: ExperimentConfig) -> Any:
+    """The environment and sampling sections as the code environments' ``GameSettings``."""
+    from redqueen.environments._codegame import GameSettings
+
+    env = cfg.environment
+    return GameSettings(
+        task_types=tuple(env.task_types),
+        tasks_per_teacher=env.tasks_per_teacher,
+        answers_per_task=env.answers_per_task,
+        references=env.references,
+        buffer_size=env.buffer_size,
+        propose_max_new_tokens=env.propose_max_new_tokens,
+        solve_max_new_tokens=env.solve_max_new_tokens,
+        temperature=cfg.sampling.temperature,
+        top_p=cfg.sampling.top_p,
+    )
+
+
+def _code_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
+    """Keyword arguments shared by the co-evolution and self-play environments."""
+    from redqueen.engine import LearnerConfig
+    from redqueen.fitness import StudentReward, TeacherReward
+
+    env, model, pop, lrn = cfg.environment, cfg.model, cfg.population, cfg.learner
+    if env.options:
+        key = next(iter(env.options))
+        raise ConfigError(
+            f"environment.options.{key}: {env.name!r} takes no options; use its settings"
+        )
+    return {
+        "model": model.name,
+        "backend": model.backend,
+        "device": model.device,
+        "dtype": model.dtype,
+        "target_modules": None if model.target_modules is None else tuple(model.target_modules),
+        "rank": pop.rank,
+        "alpha": pop.alpha,
+        "init": pop.init,
+        "init_std": pop.init_std,
+        "settings": game_settings(cfg),
+        "teacher_reward": TeacherReward(
+            invalid=env.teacher_reward.invalid, extreme=float(env.teacher_reward.extreme)
+        ),
+        "student_reward": StudentReward(
+            correct=env.student_reward.correct,
+            wrong=env.student_reward.wrong,
+            unparseable=env.student_reward.unparseable,
+        ),
+        "objectives": standard_kwargs(cfg)["objectives"](),
+        "learner": LearnerConfig(
+            lr=lrn.lr,
+            clip=lrn.clip,
+            max_grad_norm=lrn.max_grad_norm,
+            weight_decay=lrn.weight_decay,
+            kl_coef=lrn.kl_coef,
+        ),
+        "executor": {
+            "workers": env.executor.workers,
+            "timeout": env.executor.timeout,
+            "memory_mb": env.executor.memory_mb,
+        },
+        "seed": cfg.seed,
+    }
+
+
+def _construct(cls: type, cfg: ExperimentConfig, kwargs: dict[str, Any]) -> Any:
+    try:
+        return cls(**kwargs)
+    except UnknownNameError as error:
+        raise ConfigError(f"evolution: {error}") from None
+    except (OSError, ValueError) as error:
+        field = "model.name" if isinstance(error, OSError) else "environment"
+        message = str(error.args[0]) if error.args else str(error)
+        raise ConfigError(f"{field}: cannot build {cfg.environment.name!r}: {message}") from None
+
+
+def _build_coevolution(cfg: ExperimentConfig) -> Any:
+    from redqueen.environments.coevolution import CoevolutionEnv
+
+    pop = cfg.population
+    if pop.teachers < 1 or pop.students < 1:
+        raise ConfigError(
+            "population.teachers and population.students: co-evolution needs at least one of each"
+        )
+    kwargs = _code_env_kwargs(cfg)
+    kwargs.update(teachers=pop.teachers, students=pop.students, replacement=replacement_config(cfg))
+    return _construct(CoevolutionEnv, cfg, kwargs)
+
+
+def _build_selfplay(cfg: ExperimentConfig) -> Any:
+    from redqueen.environments.selfplay import SelfPlayEnv
+
+    if cfg.evolution.replace_every != 0:
+        raise ConfigError(
+            "evolution.replace_every: the selfplay environment runs independent solo agents "
+            "without replacement; set it to 0"
+        )
+    if cfg.population.solo < 1:
+        raise ConfigError("population.solo: selfplay needs at least one solo agent")
+    kwargs = _code_env_kwargs(cfg)
+    kwargs["solo"] = cfg.population.solo
+    return _construct(SelfPlayEnv, cfg, kwargs)
+
+
 #: Builders for environments whose constructors take more than the standard keywords.
-BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {}
+BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
+    "coevolution": _build_coevolution,
+    "selfplay": _build_selfplay,
+}
 
 
 def build_environment(cfg: ExperimentConfig) -> Any:
@@ -138,6 +245,8 @@ def build_environment(cfg: ExperimentConfig) -> Any:
     Args:
         cfg: A validated configuration (see :func:`redqueen.experiments.config.load_config`).
 
+    ``model.cpu_threads`` is applied here (process-wide) for CPU runs.
+
     Returns:
         A ready :class:`redqueen.environments.Environment` at step 0.
 
@@ -145,6 +254,10 @@ def build_environment(cfg: ExperimentConfig) -> Any:
         ConfigError: If the environment name is unknown, or a setting does not fit it
             (one line naming the field).
     """
+    if cfg.model.cpu_threads is not None and not cfg.model.device.startswith("cuda"):
+        import torch
+
+        torch.set_num_threads(cfg.model.cpu_threads)
     registry = _import_environments()
     name = cfg.environment.name
     try:

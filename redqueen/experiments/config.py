@@ -54,6 +54,9 @@ class ModelConfig(_Section):
         device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
         dtype: Weight dtype; ``None`` keeps the checkpoint's.
         target_modules: Linear modules that carry LoRA factors; ``None`` means every linear projection.
+        cpu_threads: Torch intra-op threads for CPU runs (process-wide; ``None`` keeps torch's
+            default). Small models run fastest on one thread: their matrices are too small to
+            split, and on a busy machine extra threads mostly wait for each other.
     """
 
     name: str = "tiny-coder"
@@ -61,6 +64,7 @@ class ModelConfig(_Section):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
     target_modules: tuple[str, ...] | None = None
+    cpu_threads: int | None = Field(None, ge=1)
 
 
 class PopulationConfig(_Section):

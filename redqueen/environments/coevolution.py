@@ -1,0 +1,237 @@
+"""PopuLoRA's teacher-vs-student co-evolution environment (the RLVR inner loop).
+
+One step, following the design's data flow: PFSP matchmaking pairs each teacher with a
+student; every teacher proposes ``code_o`` / ``code_i`` / ``code_f`` tasks conditioned on
+reference triplets from the task buffer (one mixed-adapter ``generate`` call for the whole
+population); the sandbox verifies them; matched students sample ``n`` answers per valid task
+(one more mixed call); rewards, one REINFORCE++ update per adapter, rating updates from the
+match outcomes; and every ``replace_every`` steps the evolution loop replaces the weakest
+members through the operator library, the adapter host following births and deaths.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from redqueen.environments._codegame import (
+    GameSettings,
+    grade,
+    learn,
+    match_scores,
+    propose,
+    solve,
+    step_metrics,
+    task_rows,
+    verify,
+)
+from redqueen.environments._members import MemberBook, make_host, objectives_for
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.task_buffer import TaskBuffer
+from redqueen.evo import EvolutionLoop, Lineage, Population, ReplacementConfig
+from redqueen.fitness import PFSPMatchmaker, RatingSystem, StudentReward, TeacherReward
+
+ROLES = ("teacher", "student")
+
+
+@ENVIRONMENTS.register("coevolution")
+class CoevolutionEnv(Environment):
+    """Teachers propose code tasks, students solve them; both populations evolve.
+
+    Args:
+        model: Base model id or path; ``"tiny-coder"`` (or ``None``) is the shipped model.
+        host: An already built :class:`redqueen.engine.AdapterHost` to use instead of loading
+            ``model`` (it must hold no adapters; the environment owns the ones it adds).
+        backend: Generation backend name.
+        device: Torch device of the base model.
+        dtype: Base model dtype (``"float32"``, ``"bfloat16"``, ...; ``None``: the host's default).
+        target_modules: Linear modules that carry LoRA factors (``None``: every projection).
+        teachers: Number of teachers.
+        students: Number of students.
+        rank: LoRA rank of every genome.
+        alpha: LoRA alpha of every genome.
+        init: Initialisation of founders (``"peft"``: B = 0, or ``"gaussian"``).
+        init_std: Standard deviation of ``"gaussian"`` founders.
+        settings: Per-step budgets and sampling (:class:`GameSettings`).
+        teacher_reward: Reward of a proposed task.
+        student_reward: Reward of an answer.
+        replacement: The replacement step's settings (default: the evolution core's defaults).
+        objectives: Objective names per role, e.g. ``{"teacher": ("rating_lcb",)}``.
+        learner: A :class:`redqueen.engine.LearnerConfig` (default settings if ``None``).
+        executor: Verifier executor settings ``{"workers", "timeout", "memory_mb"}``.
+        seed: Seeds every random choice (genomes, matchmaking, references, sampling, evolution).
+
+    Raises:
+        ValueError: If a role has no members or a setting is out of range.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | Path | None = "tiny-coder",
+        host: Any = None,
+        backend: str = "hf",
+        device: str = "cpu",
+        dtype: str | None = None,
+        target_modules: Sequence[str] | None = None,
+        teachers: int = 4,
+        students: int = 4,
+        rank: int = 8,
+        alpha: float = 16.0,
+        init: str = "peft",
+        init_std: float = 0.02,
+        settings: GameSettings | None = None,
+        teacher_reward: TeacherReward | None = None,
+        student_reward: StudentReward | None = None,
+        replacement: ReplacementConfig | None = None,
+        objectives: Mapping[str, Sequence[str]] | None = None,
+        learner: Any = None,
+        executor: Mapping[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
+        if teachers < 1 or students < 1:
+            raise ValueError(
+                f"CoevolutionEnv needs teachers and students, got {teachers} and {students}"
+            )
+        self.settings = settings or GameSettings()
+        self.teacher_reward = teacher_reward or TeacherReward()
+        self.student_reward = student_reward or StudentReward()
+        self.seed = int(seed)
+        self.step_count = 0
+        self.py_rng = random.Random(self.seed)
+        self.np_rng = np.random.default_rng(self.seed)
+        self.population = Population(roles=ROLES)
+        self.lineage = Lineage()
+        self.ratings = RatingSystem()
+        self.matchmaker = PFSPMatchmaker()
+        self.buffer = TaskBuffer(capacity=self.settings.buffer_size)
+        self.host, self.learner, self.executor = make_host(
+            model=model,
+            host=host,
+            backend=backend,
+            device=device,
+            dtype=dtype,
+            target_modules=target_modules,
+            learner=learner,
+            executor=executor,
+        )
+        roles_objectives = objectives_for(objectives, ROLES)
+        self.book = MemberBook(
+            population=self.population,
+            lineage=self.lineage,
+            ratings=self.ratings,
+            host=self.host,
+            learner=self.learner,
+            objectives=roles_objectives,
+            task_types=self.settings.task_types,
+        )
+        self.replacement = replacement or ReplacementConfig()
+        self.evolution = EvolutionLoop(
+            self.population,
+            self.lineage,
+            self.replacement,
+            np.random.default_rng(self.seed + 1),
+            objectives=roles_objectives,
+        )
+        init_rng = torch.Generator().manual_seed(self.seed)
+        for role, size in (("teacher", teachers), ("student", students)):
+            for _ in range(size):
+                self.book.found(role, rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng)
+        self.signatures: set[str] = set()
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def step(self) -> StepRecord:
+        """Matchmaking, propose, verify, solve, reward, learn, rate, and replace when due."""
+        start = time.perf_counter()
+        step = self.step_count
+        teacher_ids = [ind.id for ind in self.population.members("teacher")]
+        student_ids = [ind.id for ind in self.population.members("student")]
+        pairs = self.matchmaker.pair(teacher_ids, student_ids, self.ratings, self.np_rng)
+        propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
+
+        played = propose(
+            self.host,
+            pairs,
+            self.buffer,
+            self.settings,
+            step=step,
+            py_rng=self.py_rng,
+            seed=propose_seed,
+        )
+        verify(played, self.executor, self.buffer)
+        solve(self.host, played, self.settings, seed=solve_seed)
+        grade(played, self.executor, self.teacher_reward, self.student_reward)
+        learner_stats = learn(self.learner, played, proposer_role="teacher", solver_role="student")
+
+        for teacher, student, student_score in match_scores(played, pairs):
+            self.ratings.record_score(teacher, student, 1.0 - student_score, student_score)
+        self.signatures.update(item.signature for item in played if item.valid)
+        self.book.observe(played)
+
+        births: list[str] = []
+        deaths: list[str] = []
+        if self.replacement.due(step):
+            births, deaths = self.book.replace(self.evolution, step + 1)
+        else:
+            self.book.refresh()
+
+        metrics: dict[str, float] = {"step": step}
+        metrics.update(step_metrics(played, self.settings.task_types))
+        metrics.update(self.book.population_metrics(ROLES))
+        metrics["coverage"] = float(len(self.signatures))
+        metrics["buffer_size"] = float(len(self.buffer))
+        metrics["learner_skipped"] = float(
+            sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
+        )
+        self.step_count += 1
+        metrics["seconds"] = time.perf_counter() - start
+        return StepRecord(
+            step=step,
+            metrics=metrics,
+            tasks=task_rows(played, step),
+            ratings=self.book.rating_rows(step),
+            births=births,
+            deaths=deaths,
+        )
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Genomes (trained weights from the host), optimizer states, ratings, task buffer,
+        population, lineage, coverage, step count and every RNG state."""
+        return {
+            "step_count": self.step_count,
+            "members": self.book.state_dict(),
+            "evolution": self.evolution.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "signatures": sorted(self.signatures),
+            "rng": {
+                "python": self.py_rng.getstate(),
+                "numpy": self.np_rng.bit_generator.state,
+                "torch": torch.get_rng_state(),
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; the host's adapters follow the population."""
+        self.step_count = int(state["step_count"])
+        self.book.load_state_dict(state["members"])
+        self.evolution.load_state_dict(state["evolution"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.signatures = set(state["signatures"])
+        self.py_rng.setstate(state["rng"]["python"])
+        self.np_rng.bit_generator.state = state["rng"]["numpy"]
+        torch.set_rng_state(state["rng"]["torch"])
+
+    def close(self) -> None:
+        """Shut the sandbox executor down (safe to call twice)."""
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.close()

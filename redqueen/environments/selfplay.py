@@ -1,0 +1,202 @@
+"""The single-agent self-play baseline (Absolute Zero Reasoner style).
+
+Each adapter proposes tasks and then solves its own valid tasks, on the same verifier, prompts
+and rewards as :class:`~redqueen.environments.CoevolutionEnv`. The population is a set of
+``solo`` members that are **independent solo agents**: they never meet, carry no ratings and
+are never replaced, so ``solo=1`` is Absolute Zero itself and ``solo=4`` runs four independent
+replicas side by side in the same batched calls.
+
+Compute is matched per adapter: with the same :class:`GameSettings`, each solo member makes
+exactly as many proposals per step as a teacher in the co-evolution environment and samples
+exactly as many answers per valid task as the student matched with that teacher, so the
+paper's comparison (population co-evolution vs self-play) can be rerun at equal budgets.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from redqueen.environments._codegame import (
+    GameSettings,
+    grade,
+    learn,
+    propose,
+    solve,
+    step_metrics,
+    task_rows,
+    verify,
+)
+from redqueen.environments._members import MemberBook, make_host, objectives_for
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.task_buffer import TaskBuffer
+from redqueen.evo import Lineage, Population
+from redqueen.fitness import RatingSystem, StudentReward, TeacherReward
+
+ROLES = ("solo",)
+
+
+@ENVIRONMENTS.register("selfplay")
+class SelfPlayEnv(Environment):
+    """Independent solo adapters, each proposing and solving its own tasks (AZR baseline).
+
+    Args:
+        model: Base model id or path; ``"tiny-coder"`` (or ``None``) is the shipped model.
+        host: An already built :class:`redqueen.engine.AdapterHost` holding no adapters.
+        backend: Generation backend name.
+        device: Torch device of the base model.
+        dtype: Base model dtype name, or ``None`` for the host's default.
+        target_modules: Linear modules that carry LoRA factors (``None``: every projection).
+        solo: Number of independent solo agents (1 is Absolute Zero exactly).
+        rank: LoRA rank.
+        alpha: LoRA alpha.
+        init: Initialisation of the genomes (``"peft"`` or ``"gaussian"``).
+        init_std: Standard deviation of ``"gaussian"`` genomes.
+        settings: Per-step budgets and sampling, as in the co-evolution environment.
+        teacher_reward: Reward of a proposed task.
+        student_reward: Reward of an answer.
+        objectives: Objective names for the ``solo`` role (reported, e.g. ``("solve_rate",)``).
+        learner: A :class:`redqueen.engine.LearnerConfig` (default settings if ``None``).
+        executor: Verifier executor settings ``{"workers", "timeout", "memory_mb"}``.
+        seed: Seeds every random choice.
+
+    Raises:
+        ValueError: If ``solo`` is below 1.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | Path | None = "tiny-coder",
+        host: Any = None,
+        backend: str = "hf",
+        device: str = "cpu",
+        dtype: str | None = None,
+        target_modules: Sequence[str] | None = None,
+        solo: int = 4,
+        rank: int = 8,
+        alpha: float = 16.0,
+        init: str = "peft",
+        init_std: float = 0.02,
+        settings: GameSettings | None = None,
+        teacher_reward: TeacherReward | None = None,
+        student_reward: StudentReward | None = None,
+        objectives: Mapping[str, Sequence[str]] | None = None,
+        learner: Any = None,
+        executor: Mapping[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
+        if solo < 1:
+            raise ValueError(f"SelfPlayEnv.solo must be >= 1, got {solo}")
+        self.settings = settings or GameSettings()
+        self.teacher_reward = teacher_reward or TeacherReward()
+        self.student_reward = student_reward or StudentReward()
+        self.seed = int(seed)
+        self.step_count = 0
+        self.py_rng = random.Random(self.seed)
+        self.np_rng = np.random.default_rng(self.seed)
+        self.population = Population(roles=ROLES)
+        self.lineage = Lineage()
+        self.buffer = TaskBuffer(capacity=self.settings.buffer_size)
+        self.host, self.learner, self.executor = make_host(
+            model=model,
+            host=host,
+            backend=backend,
+            device=device,
+            dtype=dtype,
+            target_modules=target_modules,
+            learner=learner,
+            executor=executor,
+        )
+        given = dict(objectives or {})
+        self.book = MemberBook(
+            population=self.population,
+            lineage=self.lineage,
+            ratings=RatingSystem(),
+            host=self.host,
+            learner=self.learner,
+            objectives=objectives_for({"solo": given.get("solo", ("solve_rate",))}, ROLES),
+            task_types=self.settings.task_types,
+            rated=False,
+        )
+        init_rng = torch.Generator().manual_seed(self.seed)
+        for _ in range(solo):
+            self.book.found("solo", rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng)
+        self.signatures: set[str] = set()
+
+    def step(self) -> StepRecord:
+        """Every solo member proposes, verifies, solves its own tasks, and learns from both."""
+        start = time.perf_counter()
+        step = self.step_count
+        pairs = [(ind.id, ind.id) for ind in self.population.members("solo")]
+        propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
+        played = propose(
+            self.host,
+            pairs,
+            self.buffer,
+            self.settings,
+            step=step,
+            py_rng=self.py_rng,
+            seed=propose_seed,
+        )
+        verify(played, self.executor, self.buffer)
+        solve(self.host, played, self.settings, seed=solve_seed)
+        grade(played, self.executor, self.teacher_reward, self.student_reward)
+        learner_stats = learn(self.learner, played, proposer_role="propose", solver_role="solve")
+        self.signatures.update(item.signature for item in played if item.valid)
+        self.book.observe(played)
+        self.book.refresh()
+
+        metrics: dict[str, float] = {"step": step}
+        metrics.update(step_metrics(played, self.settings.task_types))
+        metrics.update(self.book.population_metrics(ROLES))
+        metrics["coverage"] = float(len(self.signatures))
+        metrics["buffer_size"] = float(len(self.buffer))
+        metrics["learner_skipped"] = float(
+            sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
+        )
+        self.step_count += 1
+        metrics["seconds"] = time.perf_counter() - start
+        return StepRecord(
+            step=step,
+            metrics=metrics,
+            tasks=task_rows(played, step),
+            ratings=self.book.rating_rows(step),
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Genomes (trained weights), optimizer states, task buffer, population, lineage,
+        coverage, step count and every RNG state."""
+        return {
+            "step_count": self.step_count,
+            "members": self.book.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "signatures": sorted(self.signatures),
+            "rng": {
+                "python": self.py_rng.getstate(),
+                "numpy": self.np_rng.bit_generator.state,
+                "torch": torch.get_rng_state(),
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; the host's adapters follow."""
+        self.step_count = int(state["step_count"])
+        self.book.load_state_dict(state["members"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.signatures = set(state["signatures"])
+        self.py_rng.setstate(state["rng"]["python"])
+        self.np_rng.bit_generator.state = state["rng"]["numpy"]
+        torch.set_rng_state(state["rng"]["torch"])
+
+    def close(self) -> None:
+        """Shut the sandbox executor down (safe to call twice)."""
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.close()

@@ -1,0 +1,159 @@
+"""The task buffer that conditions proposals, and task identity and complexity summaries.
+
+Teachers propose new tasks conditioned on K reference triplets drawn from a buffer of earlier
+valid tasks (Absolute Zero Reasoner's reference buffer). The buffer starts from the identity
+program, grows with every valid proposal and, when full, forgets its oldest entries first, so
+the newest task is always kept.
+
+:func:`task_signature` names a task by its program up to renaming of local identifiers, so
+``coverage`` (distinct signatures seen) counts genuinely different programs;
+:func:`complexity_score` summarises the verifier's complexity metrics in one number.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import math
+import random
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from redqueen.verifiers import Triplet
+
+#: The buffer's first entry: the identity program on one input (as Absolute Zero seeds it).
+IDENTITY_TRIPLET = Triplet(program="def f(x):\n    return x", input="'hello'", output="'hello'")
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+class TaskBuffer:
+    """A bounded first-in-first-out buffer of reference triplets.
+
+    Args:
+        capacity: Maximum number of triplets; the oldest are dropped first.
+        seed: Initial triplets (default: the identity program).
+
+    Raises:
+        ValueError: If ``capacity`` is below 1.
+    """
+
+    def __init__(self, *, capacity: int, seed: Iterable[Triplet] = (IDENTITY_TRIPLET,)) -> None:
+        if capacity < 1:
+            raise ValueError(f"TaskBuffer.capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self._items: deque[Triplet] = deque(maxlen=self.capacity)
+        for triplet in seed:
+            self.add(triplet)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    @property
+    def newest(self) -> Triplet | None:
+        """The most recently added triplet (``None`` when empty)."""
+        return self._items[-1] if self._items else None
+
+    def add(self, triplet: Triplet) -> None:
+        """Append a triplet, dropping the oldest one when the buffer is full."""
+        self._items.append(triplet)
+
+    def extend(self, triplets: Iterable[Triplet]) -> None:
+        """Append several triplets in order."""
+        for triplet in triplets:
+            self.add(triplet)
+
+    def sample(self, k: int, rng: random.Random) -> list[Triplet]:
+        """Draw ``k`` references: without replacement when the buffer holds enough, else with.
+
+        Args:
+            k: Number of references (0 gives an empty list).
+            rng: Source of randomness (the environment's seeded generator).
+        """
+        if k <= 0 or not self._items:
+            return []
+        items = list(self._items)
+        if len(items) >= k:
+            return rng.sample(items, k)
+        return [items[rng.randrange(len(items))] for _ in range(k)]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Capacity and triplets, oldest first; ``torch.save``-able."""
+        return {
+            "capacity": self.capacity,
+            "items": [(t.program, t.input, t.output) for t in self._items],
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.capacity = int(state["capacity"])
+        self._items = deque(
+            (Triplet(program=p, input=i, output=o) for p, i, o in state["items"]),
+            maxlen=self.capacity,
+        )
+
+
+class _Canonical(ast.NodeTransformer):
+    """Renames locally bound identifiers to ``v0, v1, ...`` in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def _rename(self, name: str) -> str:
+        if name == "f" or name in _BUILTIN_NAMES:
+            return name
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self._rename(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg = self._rename(node.arg)
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self._rename(node.name)
+        node.returns = None
+        if (
+            node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        ):
+            node.body = node.body[1:] or [ast.Pass()]  # docstrings do not change the task
+        self.generic_visit(node)
+        return node
+
+
+def normalise_program(program: str) -> str:
+    """Canonical source of a program: identifiers renamed, docstrings, comments and layout dropped.
+
+    Programs that do not parse are returned with surrounding whitespace stripped.
+    """
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return program.strip()
+    try:
+        return ast.unparse(_Canonical().visit(tree))
+    except (RecursionError, ValueError):
+        return program.strip()
+
+
+def task_signature(program: str) -> str:
+    """A short hash naming a program up to renaming of its local identifiers (12 hex digits)."""
+    return hashlib.sha1(normalise_program(program).encode()).hexdigest()[:12]
+
+
+def complexity_score(metrics: Mapping[str, float]) -> float:
+    """One number summarising a program's complexity: cyclomatic complexity plus
+    ``log2(1 + Halstead volume)``, so branching and size both count and neither dominates."""
+    cyclomatic = float(metrics.get("cyclomatic", 0.0))
+    volume = max(0.0, float(metrics.get("halstead_volume", 0.0)))
+    return cyclomatic + math.log2(1.0 + volume)

@@ -1,0 +1,59 @@
+"""build_environment: settings reach the environment; misfits are one-line ConfigErrors."""
+
+from __future__ import annotations
+
+import pytest
+
+from redqueen.experiments.build import (
+    build_environment,
+    game_settings,
+    kwargs_for,
+    replacement_config,
+)
+from redqueen.experiments.config import ConfigError, load_config
+
+
+def test_unknown_environment_names_the_field():
+    with pytest.raises(
+        ConfigError, match=r"environment.name: unknown environment 'nope'.*coevolution"
+    ):
+        build_environment(load_config("tiny", ["environment.name=nope"]))
+
+
+def test_code_environments_take_no_options():
+    with pytest.raises(ConfigError, match="environment.options.foo"):
+        build_environment(load_config("tiny", ["environment.options={foo: 1}"]))
+
+
+def test_settings_are_carried_over():
+    cfg = load_config(
+        "tiny",
+        [
+            "environment.answers_per_task=7",
+            "sampling.top_p=0.9",
+            "evolution.cull_fraction=0.5",
+            "evolution.elitism=2",
+        ],
+    )
+    settings = game_settings(cfg)
+    assert settings.answers_per_task == 7 and settings.top_p == 0.9
+    assert settings.task_types == ("code_o", "code_i", "code_f")
+    replacement = replacement_config(cfg)
+    assert replacement.cull_fraction == 0.5 and replacement.elitism == 2
+    assert dict(replacement.operators) == dict(cfg.evolution.operators)
+
+
+def test_plugin_environments_get_the_standard_keywords_they_accept():
+    class Plugin:
+        def __init__(self, *, teachers: int, seed: int, replacement, width: int = 3) -> None:
+            self.args = (teachers, seed, replacement, width)
+
+    cfg = load_config("tiny", ["population.teachers=3", "seed=9", "environment.options={width: 5}"])
+    kwargs = kwargs_for(Plugin, cfg)
+    assert kwargs["teachers"] == 3 and kwargs["seed"] == 9 and kwargs["width"] == 5
+    assert kwargs["replacement"].replace_every == cfg.evolution.replace_every
+    bad = load_config("tiny", ["environment.options={depth: 5}"])
+    with pytest.raises(
+        ConfigError, match="environment.options.depth.*accepted: replacement, seed, teachers, width"
+    ):
+        kwargs_for(Plugin, bad)
