@@ -197,9 +197,9 @@ def run_command(
     from redqueen.experiments.runner import start_run
 
     with bad_input_exits():
+        config = load_config(preset_or_yaml, list(overrides or ()))
         load_plugins()
         recorded = [import_plugin(spec) for spec in plugins or ()]
-        config = load_config(preset_or_yaml, list(overrides or ()))
         target = out if out is not None else _default_out(preset_or_yaml)
         runner = start_run(config, target, plots=plots, plugins=recorded)
     _drive(runner)
