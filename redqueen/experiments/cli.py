@@ -44,6 +44,7 @@ PLUGIN_MODULES = (
     "redqueen.evo.selection", "redqueen.environments.surrogate",
     "redqueen.experiments.plots",
     "redqueen.experiments.config",
+    "redqueen.environments",
 )
 
 #: Exit status for bad input (unknown key, wrong type, missing file, unknown member, ...).
