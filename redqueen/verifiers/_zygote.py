@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import builtins
 import ctypes
+import gc
 import json
 import os
 import resource
@@ -78,7 +79,7 @@ def _recv(fd: int) -> dict | None:
     return None if body is None else json.loads(body)
 
 
-class _OutputLimitExceeded(BaseException):
+class OutputLimitExceeded(BaseException):
     """Raised into the program when it prints more than the stdout cap."""
 
 
@@ -97,7 +98,7 @@ class _CappedWriter:
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
         if self.size + len(text) > self.limit:
             self.overflowed = True
-            raise _OutputLimitExceeded(f"program printed more than {self.limit} characters")
+            raise OutputLimitExceeded(f"program printed more than {self.limit} characters")
         self.parts.append(text)
         self.size += len(text)
         return len(text)
@@ -130,6 +131,15 @@ class Zygote:
         program = build_filter(allow_fs_writes=self.landlock is not None)
         self.seccomp = Seccomp(program) if program is not None else None
         self.devnull = os.open(os.devnull, os.O_RDWR)
+        self.prctl = ctypes.CDLL(None, use_errno=True).prctl
+        self.server_pid = os.getpid()
+        # One private directory per server, emptied after any run that wrote to it.
+        self.workdir = ""
+        self.ruleset_fd = -1
+        self._fresh_workdir()
+        with open("/proc/self/statm") as handle:  # the children start from this footprint
+            vm_size = int(handle.read().split()[0]) * resource.getpagesize()
+        self.address_space = vm_size + 64 * 2**20 + self.memory_bytes
         # Slots for heap-jitter objects, allocated now so that filling them allocates nothing else.
         self.arena: list[object] = [None] * (_MAX_JITTER * (len(_JITTER_CLASSES) + 2))
         self.features = {
@@ -143,6 +153,9 @@ class Zygote:
         }
         if not self.features["landlock"]:
             self.landlock = None
+            if self.ruleset_fd >= 0:
+                os.close(self.ruleset_fd)
+                self.ruleset_fd = -1
             if self.seccomp is not None:  # seccomp must refuse writes itself now
                 self.seccomp = Seccomp(build_filter(allow_fs_writes=False))
         if not self.features["seccomp"]:
@@ -159,7 +172,23 @@ class Zygote:
         return False
 
     def _probe_landlock(self) -> None:
-        self.landlock.install(tempfile.gettempdir())
+        self.landlock.restrict(self.landlock.prepare(tempfile.gettempdir()))
+
+    def _fresh_workdir(self) -> None:
+        """(Re)create the private working directory and its Landlock ruleset."""
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self.ruleset_fd >= 0:
+            os.close(self.ruleset_fd)
+            self.ruleset_fd = -1
+        self.workdir = tempfile.mkdtemp(prefix="redqueen-")
+        if self.is_root:
+            os.chown(self.workdir, _NOBODY, _NOBODY)
+        if self.landlock is not None:
+            try:
+                self.ruleset_fd = self.landlock.prepare(self.workdir)
+            except OSError:
+                self.landlock = None
 
     @staticmethod
     def _probe(install) -> bool:
@@ -176,31 +205,31 @@ class Zygote:
 
     def serve(self, rfd: int, wfd: int) -> None:
         _send(wfd, {"ready": True, "features": self.features, "pid": os.getpid()})
-        while True:
-            request = _recv(rfd)
-            if request is None:
-                return
-            _send(wfd, self.run(request))
+        try:
+            while True:
+                request = _recv(rfd)
+                if request is None:
+                    return
+                _send(wfd, self.run(request))
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def run(self, request: dict) -> dict:
         """Run one program in a forked child and report its result."""
         timeout = float(request["timeout"])
-        workdir = tempfile.mkdtemp(prefix="redqueen-")
-        if self.is_root:
-            os.chown(workdir, _NOBODY, _NOBODY)
         rfd, wfd = os.pipe()
-        server_pid = os.getpid()
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
-            self._child(request, workdir, wfd, server_pid, timeout)
+            self._child(request, wfd, timeout)
         os.close(wfd)
         try:
             return self._collect(pid, rfd, start + timeout)
         finally:
             os.close(rfd)
-            shutil.rmtree(workdir, ignore_errors=True)
+            if os.listdir(self.workdir):
+                self._fresh_workdir()
 
     def _collect(self, pid: int, rfd: int, deadline: float) -> dict:
         """Read the child's result until it exits, the deadline passes or it says too much."""
@@ -272,19 +301,23 @@ class Zygote:
         return {"ok": False, "value": None, "timed_out": False,
                 "error": f"program exited (status {code}) without a result"}
 
-    def _child(self, request: dict, workdir: str, wfd: int, server_pid: int, timeout: float) -> None:
+    def _child(self, request: dict, wfd: int, timeout: float) -> None:
         result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
         writer = _CappedWriter(self.max_stdout_chars)
         try:
             os.setsid()
-            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != server_pid:
+            self.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != self.server_pid:
                 os._exit(1)
             os.dup2(wfd, _RESULT_FD)
             for fd in (0, 1, 2):
                 os.dup2(self.devnull, fd)
-            os.closerange(_RESULT_FD + 1, 1 << 16)
-            os.chdir(workdir)
+            ruleset = self.ruleset_fd
+            if ruleset >= 0:
+                os.dup2(ruleset, _RESULT_FD + 1)
+                ruleset = _RESULT_FD + 1
+            os.closerange(_RESULT_FD + 2 if ruleset >= 0 else _RESULT_FD + 1, 1 << 16)
+            os.chdir(self.workdir)
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
                 signal.signal(sig, signal.SIG_DFL)
             cpu = int(timeout) + 1
@@ -292,8 +325,7 @@ class Zygote:
             resource.setrlimit(resource.RLIMIT_FSIZE, (self.max_stdout_chars, self.max_stdout_chars))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-            budget = self._vm_size() + self.memory_bytes
-            _lower_limit(resource.RLIMIT_AS, budget, budget)
+            _lower_limit(resource.RLIMIT_AS, self.address_space, self.address_space)
             if self.is_root:
                 os.setgroups([])
                 os.setresgid(_NOBODY, _NOBODY, _NOBODY)
@@ -303,8 +335,9 @@ class Zygote:
             if socket_module is not None:
                 socket_module.socket = socket_module.socketpair = _refuse_socket
                 socket_module.create_connection = socket_module.create_server = _refuse_socket
-            if self.landlock is not None:
-                self.landlock.install(workdir)
+            if ruleset >= 0:
+                self.landlock.restrict(ruleset)
+                os.close(ruleset)
             if self.seccomp is not None:
                 self.seccomp.install()
             sys.stdout = sys.stderr = writer
@@ -351,11 +384,6 @@ class Zygote:
                 arena[slot] = bytes(length)
                 slot += 1
 
-    @staticmethod
-    def _vm_size() -> int:
-        with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[0]) * resource.getpagesize()
-
 
 def _lower_limit(kind: int, soft: int, hard: int) -> None:
     """Set a resource limit, never above the hard limit this process already has."""
@@ -382,7 +410,10 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    Zygote(config).serve(rfd, wfd)
+    zygote = Zygote(config)
+    gc.collect()
+    gc.freeze()  # children's collections then skip (and so do not copy) the server's objects
+    zygote.serve(rfd, wfd)
 
 
 if __name__ == "__main__":

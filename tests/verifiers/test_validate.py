@@ -1,0 +1,117 @@
+"""validate_program and check_source: every rejection carries its reason code."""
+
+from __future__ import annotations
+
+import pytest
+
+from redqueen.verifiers import RejectReason, Validation, check_source, validate_program
+
+GOOD = "def f(xs, k):\n    return sorted(xs)[:k]"
+
+
+def test_valid_program_gets_gold_outputs_from_execution(executor):
+    result = validate_program(GOOD, ["[3, 1, 2], 2", "[], 1", "xs=[5, 4], k=1"], executor)
+    assert result == Validation(ok=True, reason=None, detail="", outputs=("[1, 2]", "[]", "[4]"))
+
+
+def test_helpers_and_classes_are_allowed(executor):
+    program = (
+        "import math\nfrom collections import deque\n"
+        "class Acc:\n    def __init__(self):\n        self.total = 0\n"
+        "    def add(self, x):\n        self.total += x\n        return self\n"
+        "def helper(x):\n    return math.isqrt(x)\n"
+        "def f(xs):\n    acc = Acc()\n    for x in deque(xs):\n        acc.add(helper(x))\n    return acc.total"
+    )
+    assert validate_program(program, ["[4, 9, 16]"], executor).outputs == ("9",)
+
+
+@pytest.mark.parametrize(
+    ("program", "reason"),
+    [
+        ("", RejectReason.EMPTY),
+        ("def f(:\n    pass", RejectReason.SYNTAX_ERROR),
+        ("def g(x):\n    return x", RejectReason.NO_ENTRY_FUNCTION),
+        ("f = lambda x: x", RejectReason.NO_ENTRY_FUNCTION),
+        ("import os\ndef f(x):\n    return x", RejectReason.BANNED_IMPORT),
+        ("def f(x):\n    import subprocess\n    return x", RejectReason.BANNED_IMPORT),
+        ("from os.path import join\ndef f(x):\n    return x", RejectReason.BANNED_IMPORT),
+        ("import random\ndef f(x):\n    return random.random()", RejectReason.BANNED_IMPORT),
+        ("import time\ndef f(x):\n    return time.time()", RejectReason.BANNED_IMPORT),
+        ("def f(x):\n    return open('/etc/passwd').read()", RejectReason.BANNED_CALL),
+        ("def f(x):\n    return eval('1 + x')", RejectReason.BANNED_CALL),
+        ("def f(x):\n    return __import__('o' + 's')", RejectReason.BANNED_CALL),
+        ("def f(x):\n    return globals()", RejectReason.BANNED_CALL),
+        ("def f(x):\n    return getattr(x, 'imag')", None),
+        ("def f(x):\n    return getattr(x, '__class__')", RejectReason.DUNDER_ACCESS),
+        ("def f(x):\n    return getattr(x, '_' * 2 + 'class' + '_' * 2)", RejectReason.BANNED_CALL),
+        ("def f(x):\n    return ().__class__.__base__.__subclasses__()", RejectReason.DUNDER_ACCESS),
+        ("def f(x):\n    return f.__globals__", RejectReason.DUNDER_ACCESS),
+        ("def f(x):\n    return __builtins__", RejectReason.DUNDER_ACCESS),
+        ("import operator\ndef f(x):\n    return operator.attrgetter('__class__')(x)", RejectReason.DUNDER_ACCESS),
+        ("def f(x):\n    return x\n" + "#" * 5000, RejectReason.SOURCE_TOO_LARGE),
+    ],
+)
+def test_static_rejections(program, reason):
+    result = check_source(program)
+    if reason is None:
+        assert result.ok
+    else:
+        assert (result.ok, result.reason) == (False, reason), result.detail
+        assert result.detail
+
+
+def test_reason_codes_are_strings():
+    assert RejectReason.BANNED_IMPORT == "banned_import"
+    assert str(RejectReason.TIMEOUT) == "timeout"
+
+
+@pytest.mark.parametrize(
+    ("program", "inputs", "reason"),
+    [
+        (GOOD, [], RejectReason.NO_INPUTS),
+        (GOOD, ["[1], len"], RejectReason.INPUT_NOT_LITERAL),
+        (GOOD, ["*[1, 2]"], RejectReason.INPUT_NOT_LITERAL),
+        (GOOD, ["[1], 1", "[1],1"], RejectReason.DUPLICATE_INPUT),
+        (GOOD, ["[" + "1, " * 600 + "], 1"], RejectReason.INPUT_TOO_LARGE),
+        ("def f(x):\n    return 1 // x", ["0"], RejectReason.RUNTIME_ERROR),
+        ("def f(x):\n    while True:\n        x += 1", ["0"], RejectReason.TIMEOUT),
+        ("def f(x):\n    return lambda: x", ["0"], RejectReason.OUTPUT_NOT_LITERAL),
+        ("def f(x):\n    return float('nan')", ["0"], RejectReason.OUTPUT_NOT_LITERAL),
+        ("def f(x):\n    return 'a' * x", ["5000"], RejectReason.OUTPUT_TOO_LARGE),
+    ],
+)
+def test_dynamic_rejections(executor, program, inputs, reason):
+    result = validate_program(program, inputs, executor)
+    assert (result.ok, result.reason) == (False, reason), result.detail
+    assert result.outputs == ()
+
+
+NONDETERMINISTIC = {
+    "id": "def f(x):\n    return id(object()) + x",
+    "object_hash": "def f(x):\n    return hash(object()) % 1000 + x",
+    "object_set_order": (
+        "class Node:\n    def __init__(self, v):\n        self.v = v\n"
+        "def f(n):\n    return [node.v for node in {Node(i) for i in range(n)}]"
+    ),
+    "repr_address": "def f(x):\n    return str(object())",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NONDETERMINISTIC))
+def test_nondeterministic_programs_are_rejected_every_time(executor, name):
+    inputs = ["100"] if name == "object_set_order" else ["1"]
+    for _ in range(3):
+        result = validate_program(NONDETERMINISTIC[name], inputs, executor)
+        assert (result.ok, result.reason) == (False, RejectReason.NONDETERMINISTIC), result.detail
+
+
+def test_string_sets_are_deterministic_under_the_fixed_hash_seed(executor):
+    program = "def f(n):\n    return list({str(i) * 2 for i in range(n)})"
+    first = validate_program(program, ["30"], executor)
+    second = validate_program(program, ["30"], executor)
+    assert first.ok and first.outputs == second.outputs
+
+
+def test_inputs_must_be_a_sequence_of_strings(executor):
+    with pytest.raises(TypeError, match="inputs"):
+        validate_program(GOOD, "[1], 1", executor)
