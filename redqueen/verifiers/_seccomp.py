@@ -8,8 +8,8 @@ installed here cannot, because a process can only add filters, never remove them
 Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``EPERM``:
 process creation and ``exec``, sockets, signals to other processes, ``ptrace``, privilege and
 limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
-(unless Landlock confines writes to the sandbox directory, in which case writes inside it are
-allowed). Landlock (Linux >= 5.13) limits filesystem writes to the private working directory.
+(file creation, removal and writing are left to Landlock where it confines them to the sandbox
+directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13) limits filesystem writes to the private working directory.
 """
 
 from __future__ import annotations
@@ -62,15 +62,18 @@ _DENY_X86_64 = {
     "request_key": 249, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "name_to_handle_at": 303, "open_by_handle_at": 304,
     "fanotify_init": 300, "openat2": 437,
+    # metadata changes, which Landlock does not cover
+    "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260,
+    "fchmodat": 268, "fchmodat2": 452, "utime": 132, "utimes": 235, "futimesat": 261,
+    "utimensat": 280, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
+    "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
 }
 
 # Filesystem mutations; refused unless Landlock confines them to the sandbox directory.
 _FS_WRITE_X86_64 = {
     "creat": 85, "truncate": 76, "rename": 82, "mkdir": 83, "rmdir": 84, "link": 86,
-    "unlink": 87, "symlink": 88, "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93,
-    "lchown": 94, "mknod": 133, "utime": 132, "utimes": 235, "mkdirat": 258, "mknodat": 259,
-    "fchownat": 260, "futimesat": 261, "unlinkat": 263, "renameat": 264, "linkat": 265,
-    "symlinkat": 266, "fchmodat": 268, "utimensat": 280, "renameat2": 316, "fchmodat2": 452,
+    "unlink": 87, "symlink": 88, "mknod": 133, "mkdirat": 258, "mknodat": 259,
+    "unlinkat": 263, "renameat": 264, "linkat": 265, "symlinkat": 266, "renameat2": 316,
 }
 _NR_OPEN, _NR_OPENAT, _NR_IOCTL = 2, 257, 16
 _OPEN_WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
@@ -211,8 +214,10 @@ class Landlock:
         else:
             self._attr = struct.pack("Q", handled)
 
-    def install(self, writable_dir: str) -> None:
-        """Restrict the calling process: writes only beneath ``writable_dir``, no exec.
+    def prepare(self, writable_dir: str) -> int:
+        """Build a ruleset allowing writes only beneath ``writable_dir``; returns its fd.
+
+        Building it once in the fork server leaves each child a single ``restrict`` call.
 
         Raises:
             OSError: If a Landlock call fails.
@@ -226,14 +231,22 @@ class Landlock:
         try:
             rule = struct.pack("=Qi", self.allowed_beneath, dir_fd)
             if syscall(_SYS_LANDLOCK_ADD_RULE, fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0) != 0:
+                os.close(fd)
                 raise OSError(ctypes.get_errno(), "landlock_add_rule failed")
-            if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-            if syscall(_SYS_LANDLOCK_RESTRICT_SELF, fd, 0) != 0:
-                raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         finally:
             os.close(dir_fd)
-            os.close(fd)
+        return int(fd)
+
+    def restrict(self, ruleset_fd: int) -> None:
+        """Apply a prepared ruleset to the calling process (irreversibly).
+
+        Raises:
+            OSError: If the kernel refuses.
+        """
+        if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+        if self._libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
 
 
 def landlock_abi() -> int:
