@@ -4,6 +4,8 @@
   and the registry of environments by name.
 - :class:`CoevolutionEnv` (``"coevolution"``): PopuLoRA's teachers vs students on code tasks.
 - :class:`SelfPlayEnv` (``"selfplay"``): the Absolute Zero single-agent self-play baseline.
+- :class:`SurrogateEnv` (``"surrogate"``): no LLM; LoRA genomes on a small torch model, for
+  studying selection schemes in seconds.
 - :class:`GameSettings`: per-step budgets of both code environments.
 - :class:`TaskBuffer`, :func:`task_signature`, :func:`complexity_score`: reference tasks,
   task identity (coverage) and complexity.
@@ -15,6 +17,7 @@ from redqueen.environments._codegame import GameSettings
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.coevolution import CoevolutionEnv
 from redqueen.environments.selfplay import SelfPlayEnv
+from redqueen.environments.surrogate import SurrogateEnv
 from redqueen.environments.task_buffer import TaskBuffer, complexity_score, task_signature
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "GameSettings",
     "SelfPlayEnv",
     "StepRecord",
+    "SurrogateEnv",
     "TaskBuffer",
     "complexity_score",
     "task_signature",

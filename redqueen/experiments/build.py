@@ -48,6 +48,20 @@ def replacement_config(cfg: ExperimentConfig) -> Any:
     )
 
 
+def _teacher_reward(cfg: ExperimentConfig) -> Any:
+    from redqueen.fitness import TeacherReward
+
+    reward = cfg.environment.teacher_reward
+    return TeacherReward(invalid=reward.invalid, extreme=float(reward.extreme))
+
+
+def _student_reward(cfg: ExperimentConfig) -> Any:
+    from redqueen.fitness import StudentReward
+
+    reward = cfg.environment.student_reward
+    return StudentReward(correct=reward.correct, wrong=reward.wrong, unparseable=reward.unparseable)
+
+
 def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
     """Every standard constructor keyword an environment may accept, computed lazily.
 
@@ -75,6 +89,10 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
         "operator_params": lambda: {k: dict(v) for k, v in evo.operator_params.items()},
         "elitism": lambda: evo.elitism,
         "ranking": lambda: evo.ranking,
+        "tasks_per_teacher": lambda: cfg.environment.tasks_per_teacher,
+        "answers_per_task": lambda: cfg.environment.answers_per_task,
+        "teacher_reward": lambda: _teacher_reward(cfg),
+        "student_reward": lambda: _student_reward(cfg),
         "objectives": lambda: {
             "teacher": tuple(cfg.objectives.teacher),
             "student": tuple(cfg.objectives.student),
@@ -149,7 +167,6 @@ def game_settings(cfg: ExperimentConfig) -> Any:
 def _code_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments shared by the co-evolution and self-play environments."""
     from redqueen.engine import LearnerConfig
-    from redqueen.fitness import StudentReward, TeacherReward
 
     env, model, pop, lrn = cfg.environment, cfg.model, cfg.population, cfg.learner
     if env.options:
@@ -168,14 +185,8 @@ def _code_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
         "init": pop.init,
         "init_std": pop.init_std,
         "settings": game_settings(cfg),
-        "teacher_reward": TeacherReward(
-            invalid=env.teacher_reward.invalid, extreme=float(env.teacher_reward.extreme)
-        ),
-        "student_reward": StudentReward(
-            correct=env.student_reward.correct,
-            wrong=env.student_reward.wrong,
-            unparseable=env.student_reward.unparseable,
-        ),
+        "teacher_reward": _teacher_reward(cfg),
+        "student_reward": _student_reward(cfg),
         "objectives": standard_kwargs(cfg)["objectives"](),
         "learner": LearnerConfig(
             lr=lrn.lr,

@@ -57,3 +57,20 @@ def test_plugin_environments_get_the_standard_keywords_they_accept():
         ConfigError, match="environment.options.depth.*accepted: replacement, seed, teachers, width"
     ):
         kwargs_for(Plugin, bad)
+
+
+def test_surrogate_preset_builds_with_its_settings_and_options():
+    from redqueen.environments import SurrogateEnv
+
+    cfg = load_config("surrogate", ["population.teachers=3", "environment.options={dim: 3}", "seed=4"])
+    env = build_environment(cfg)
+    try:
+        assert isinstance(env, SurrogateEnv)
+        assert len(env.population.members("teacher")) == 3 and env.dim == 3 and env.seed == 4
+        assert env.n_tasks == cfg.environment.tasks_per_teacher
+        record = env.step()
+        assert {"solve_rate", "teacher_reward", "best_rating"} <= set(record.metrics)
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="environment.options.width: not a setting of environment 'surrogate'"):
+        build_environment(load_config("surrogate", ["environment.options={width: 3}"]))
