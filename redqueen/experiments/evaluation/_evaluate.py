@@ -175,6 +175,7 @@ def evaluate_run(
     contestants.append(Contestant("base", "base", "base", None))
     for baseline in baselines:
         contestants += baseline_contestants(baseline)
+    genomes = _read_genomes(contestants)
     model_name, section = run_model(run_dir)
     problems = suite.problems(limit)
     if not problems:
@@ -198,7 +199,7 @@ def evaluate_run(
         )
     if batch_size is None:
         batch_size = int(getattr(host, "max_batch_size", 32))
-    adapter_ids = _load_adapters(host, contestants)
+    adapter_ids = _load_adapters(host, contestants, genomes)
     prompts, truncated, max_new_tokens = _prompts(host, suite, problems)
     try:
         texts = _generate(host, suite, prompts, adapter_ids, max_new_tokens, batch_size)
@@ -222,20 +223,33 @@ def evaluate_run(
     return report
 
 
-def _load_adapters(host: Any, contestants: Sequence[Contestant]) -> list[str | None]:
+def _read_genomes(contestants: Sequence[Contestant]) -> list[Any]:
+    """Each contestant's genome (``None`` for the bare base model), read before any model loads."""
     from redqueen.genomes import LoRAGenome
 
-    ids: list[str | None] = []
-    for index, contestant in enumerate(contestants):
+    genomes = []
+    for contestant in contestants:
         if contestant.adapter is None:
-            ids.append(None)
+            genomes.append(None)
             continue
         try:
-            genome = LoRAGenome.from_peft(contestant.adapter)
+            genomes.append(LoRAGenome.from_peft(contestant.adapter))
         except Exception as error:  # any unreadable adapter is a bad input, named by folder
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise RunDirectoryError(
-                f"{contestant.adapter}: cannot load adapter ({error})"
+                f"{contestant.adapter}: cannot load adapter ({first})"
             ) from None
+    return genomes
+
+
+def _load_adapters(
+    host: Any, contestants: Sequence[Contestant], genomes: Sequence[Any]
+) -> list[str | None]:
+    ids: list[str | None] = []
+    for index, (contestant, genome) in enumerate(zip(contestants, genomes, strict=True)):
+        if genome is None:
+            ids.append(None)
+            continue
         adapter_id = f"eval{index}"
         try:
             host.add_adapter(adapter_id, genome)
@@ -243,8 +257,9 @@ def _load_adapters(host: Any, contestants: Sequence[Contestant]) -> list[str | N
             for loaded in ids:
                 if loaded is not None:
                     host.remove_adapter(loaded)
+            first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise RunDirectoryError(
-                f"{contestant.adapter}: adapter does not fit the base model ({error})"
+                f"{contestant.adapter}: adapter does not fit the base model ({first})"
             ) from None
         ids.append(adapter_id)
     return ids

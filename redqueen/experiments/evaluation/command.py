@@ -55,7 +55,8 @@ def eval_command(
             batch_size=batch_size,
             workers=workers,
         )
-    except (RunDirectoryError, UnknownNameError, ModuleNotFoundError, ValueError) as error:
+    except (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError) as error:
+        # Bad input (unreadable run, adapter or model files, missing optional package): one line.
         raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     print(report.to_markdown())
     print(f"wrote {run_dir / f'eval_{benchmark}.json'} and {run_dir / f'eval_{benchmark}.md'}")
