@@ -18,6 +18,8 @@ CONFIG_FILE = "adapter_config.json"
 WEIGHTS_FILE = "adapter_model.safetensors"
 #: Prefix PEFT puts in front of module paths in saved state dicts and in ``named_modules``.
 PEFT_PREFIX = "base_model.model."
+#: safetensors metadata entry holding the module order (JSON list); other readers ignore it.
+MODULE_ORDER_KEY = "redqueen.modules"
 _KEY = re.compile(
     r"^(?:base_model\.model\.)?(?P<module>.+)\.lora_(?P<which>[AB])(?:\.[^.]+)?\.weight$"
 )
@@ -51,7 +53,9 @@ def write_peft_folder(
     for name, (a, b) in genome.items():
         tensors[f"{PEFT_PREFIX}{name}.lora_A.weight"] = a.detach().to("cpu").contiguous()
         tensors[f"{PEFT_PREFIX}{name}.lora_B.weight"] = b.detach().to("cpu").contiguous()
-    save_file(tensors, str(folder / WEIGHTS_FILE), metadata={"format": "pt"})
+    # safetensors sorts keys; the metadata keeps the genome's module order for the round trip.
+    metadata = {"format": "pt", MODULE_ORDER_KEY: json.dumps(genome.modules)}
+    save_file(tensors, str(folder / WEIGHTS_FILE), metadata=metadata)
     _peft_config(genome, base_model).save_pretrained(str(folder))
     return folder
 
@@ -64,7 +68,7 @@ def read_peft_folder(path: str | Path) -> LoRAGenome:
         ValueError: If the config or weights are unreadable or describe an adapter a genome cannot
             hold (per-module ranks, DoRA, embeddings); the message names the file.
     """
-    from safetensors import SafetensorError
+    from safetensors import SafetensorError, safe_open
     from safetensors.torch import load_file
 
     folder = Path(path)
@@ -91,6 +95,8 @@ def read_peft_folder(path: str | Path) -> LoRAGenome:
         alpha = alpha * math.sqrt(rank)  # rsLoRA scales by alpha / sqrt(r); keep dW identical.
     try:
         tensors = load_file(str(weights_path))
+        with safe_open(str(weights_path), framework="pt") as handle:
+            order = json.loads((handle.metadata() or {}).get(MODULE_ORDER_KEY, "[]"))
     except (SafetensorError, OSError, ValueError) as err:
         raise ValueError(f"{weights_path}: unreadable safetensors file ({err})") from None
     pairs: dict[str, dict[str, Tensor]] = {}
@@ -101,8 +107,9 @@ def read_peft_folder(path: str | Path) -> LoRAGenome:
                 f"{weights_path}: unsupported tensor {key!r} (only lora_A / lora_B weights)"
             )
         pairs.setdefault(match["module"], {})[match["which"]] = value
+    ranked = {name: i for i, name in enumerate(order)}
     factors = {}
-    for module, pair in pairs.items():
+    for module, pair in sorted(pairs.items(), key=lambda kv: ranked.get(kv[0], len(ranked))):
         if set(pair) != {"A", "B"}:
             raise ValueError(
                 f"{weights_path}: module {module!r} lacks lora_{'B' if 'A' in pair else 'A'}"
