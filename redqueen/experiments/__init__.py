@@ -14,20 +14,29 @@
 
 from __future__ import annotations
 
-from redqueen.experiments.checkpoint import Checkpoint, CheckpointError, latest_checkpoint
-from redqueen.experiments.rundir import RunDirectory, RunDirectoryError, export_adapter
-from redqueen.experiments.runner import RunError, Runner, RunResult, resume_run, start_run
+import importlib
+from typing import Any
 
-__all__ = [
-    "Checkpoint",
-    "CheckpointError",
-    "RunDirectory",
-    "RunDirectoryError",
-    "RunError",
-    "RunResult",
-    "Runner",
-    "export_adapter",
-    "latest_checkpoint",
-    "resume_run",
-    "start_run",
-]
+# Re-exports resolve on first use, so ``redqueen list`` and config errors stay fast and
+# importing the configuration does not load torch or the engine.
+_EXPORTS = {
+    "Checkpoint": "checkpoint",
+    "CheckpointError": "checkpoint",
+    "latest_checkpoint": "checkpoint",
+    "RunDirectory": "rundir",
+    "RunDirectoryError": "rundir",
+    "export_adapter": "rundir",
+    "RunError": "runner",
+    "Runner": "runner",
+    "RunResult": "runner",
+    "resume_run": "runner",
+    "start_run": "runner",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'redqueen.experiments' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"redqueen.experiments.{_EXPORTS[name]}"), name)

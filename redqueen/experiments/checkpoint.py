@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from redqueen.experiments.rundir import fsync_directory
 
 #: Bumped when the checkpoint layout changes incompatibly.
@@ -57,6 +55,8 @@ class Checkpoint:
         Raises:
             CheckpointError: If ``state.pt`` is missing or unreadable.
         """
+        import torch
+
         path = self.path / STATE_FILE
         try:
             # The state holds RNG states and plain Python objects besides tensors; the file
@@ -102,6 +102,8 @@ def save_checkpoint(
     Returns:
         The written checkpoint.
     """
+    import torch
+
     root = Path(checkpoints_dir)
     root.mkdir(parents=True, exist_ok=True)
     target = step_directory(root, step)

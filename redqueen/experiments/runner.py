@@ -25,9 +25,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from redqueen.environments.base import Environment, StepRecord
 from redqueen.experiments.checkpoint import (
     Checkpoint,
     latest_checkpoint,
@@ -37,8 +36,11 @@ from redqueen.experiments.checkpoint import (
 from redqueen.experiments.monitor import Monitor
 from redqueen.experiments.rundir import RunDirectory
 
+if TYPE_CHECKING:  # the environments package pulls in the engine; the runner only drives it
+    from redqueen.environments.base import Environment, StepRecord
+
 #: Called after every step with the step's record and the runner.
-StepCallback = Callable[[StepRecord, "Runner"], None]
+StepCallback = Callable[["StepRecord", "Runner"], None]
 
 
 class RunError(ValueError):

@@ -1,0 +1,150 @@
+"""End to end on the surrogate preset: a complete run directory; resume after SIGKILL and SIGINT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from redqueen.evo import Lineage
+from redqueen.experiments.checkpoint import latest_checkpoint
+from redqueen.experiments.cli import app
+from redqueen.experiments.config import load_config
+from redqueen.experiments.rundir import RunDirectory
+from redqueen.experiments.runner import start_run
+
+STEPS = 8
+SETTINGS = [
+    f"steps={STEPS}",
+    "checkpoint_every=2",
+    "population.teachers=4",
+    "population.students=4",
+    "evolution.replace_every=2",
+    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+]
+ARGS = ["--plugin", "redqueen.environments.surrogate"] + [a for s in SETTINGS for a in ("--set", s)]
+METRIC_KEYS = {"step", "seconds", "solve_rate", "teacher_reward", "valid_share", "best_rating",
+               "genotypic_diversity", "behavioural_diversity"}
+
+cli = CliRunner()
+
+
+def _invoke(*args: str) -> None:
+    result = cli.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+
+
+def _snapshot(path) -> dict:
+    """Everything a resumed run must reproduce; wall-clock seconds excluded."""
+    run = RunDirectory(path)
+    return {
+        "metrics": [{k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")],
+        "tasks": run.read_log("tasks"),
+        "ratings": run.read_log("ratings"),
+        "lineage": run.lineage_path.read_text(),
+        "population": run.population_ids(),
+    }
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref") / "run"
+    _invoke("run", "surrogate", "--out", str(out), *ARGS)
+    return out
+
+
+def test_run_directory_is_complete_and_valid(reference):
+    from redqueen.genomes import LoRAGenome
+
+    run = RunDirectory(reference)
+    config = load_config(str(run.config_path))
+    assert config.steps == STEPS and config.population.teachers == 4
+    assert config.to_yaml_dict() == run.read_config()  # fully resolved: reloads to itself
+
+    metrics = run.read_log("metrics")
+    assert [int(row["step"]) for row in metrics] == list(range(STEPS))
+    assert all(METRIC_KEYS <= set(row) for row in metrics)
+    ratings = run.read_log("ratings")
+    assert ratings and all({"step", "id", "role", "mu", "sigma", "lcb", "objectives"} <= set(r) for r in ratings)
+    assert all({"step", "teacher", "task_type", "valid"} <= set(r) for r in run.read_log("tasks"))
+
+    lineage = Lineage.from_csv(run.lineage_path)  # raises if an ancestor id is missing
+    names = [record.name for record in lineage.records]
+    assert len(names) == len(set(names)) > 8  # replacement made children
+    assert any(record.parents for record in lineage.records)
+    assert sorted(lineage.living()) == run.population_ids()
+    for member in run.population_ids():
+        genome = LoRAGenome.from_peft(run.population_dir / member)
+        assert genome.rank == config.population.rank
+
+    assert latest_checkpoint(run.checkpoints_dir).step == STEPS
+    pngs = sorted(run.plots_dir.glob("*.png"))
+    assert {p.stem for p in pngs} >= {"lineage", "diversity", "performance", "ratings", "operators"}
+    assert all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    assert json.loads(run.plugins_path.read_text()) == ["redqueen.environments.surrogate"]
+
+
+def test_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
+    out = tmp_path / "killed"
+    code = "from redqueen.experiments.cli import main; main()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "run", "surrogate", "--out", str(out), "--no-plots", *ARGS],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    run = RunDirectory(out)
+    deadline = time.monotonic() + 120
+    try:
+        # Kill once a checkpoint exists and rows of later steps have been written after it.
+        while time.monotonic() < deadline and proc.poll() is None:
+            ckpt = latest_checkpoint(run.checkpoints_dir) if run.checkpoints_dir.is_dir() else None
+            if ckpt is not None and ckpt.step >= 2 and len(run.read_log("metrics")) > ckpt.step:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.01)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    killed_at = latest_checkpoint(run.checkpoints_dir).step
+    assert killed_at < STEPS
+
+    _invoke("resume", str(out), "--no-plots")
+    assert _snapshot(out) == _snapshot(reference)
+
+
+def test_sigint_stops_after_a_checkpoint_and_resume_completes(reference, tmp_path):
+    out = tmp_path / "interrupted"
+    config = load_config("surrogate", SETTINGS)
+    runner = start_run(config, out, plots=False)
+
+    def interrupt_at_step_3(record, current):
+        if current.step_count == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C would, mid-run
+
+    try:
+        result = runner.run(callbacks=[interrupt_at_step_3])
+    finally:
+        runner.close()
+    assert result.interrupted and result.steps_done == 3
+    assert latest_checkpoint(RunDirectory(out).checkpoints_dir).step == 3  # off the 2-step grid
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    _invoke("resume", str(out), "--no-plots")
+    assert _snapshot(out) == _snapshot(reference)
+
+
+def test_resume_of_a_finished_run_changes_nothing(reference, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    before = _snapshot(copy)
+    _invoke("resume", str(copy), "--no-plots")
+    assert _snapshot(copy) == before
