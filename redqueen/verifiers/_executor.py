@@ -236,11 +236,12 @@ class Executor:
 
         Args:
             pairs: ``(source, expr)`` tuples, as for :meth:`execute`.
-            heap_jitter: Per pair, how many objects (0-15) each small-object size class
-                allocates before the program runs. Runs with different jitter place fresh
-                objects at different addresses, so programs whose result depends on ``id()``,
-                ``hash()`` of objects or set order over objects differ between them. An odd
-                difference between two runs always changes such set orders. Default: random.
+            heap_jitter: Per pair, how many blocks (0-15) of each small-object size class the
+                fork server holds when it forks the program's process, so that the program's
+                fresh objects land at shifted addresses. Runs with different jitter (an odd
+                difference shifts every size class by an odd number of blocks) make programs
+                whose result depends on ``id()``, ``hash()`` of objects or set order over
+                objects disagree. Default: random per pair.
 
         Raises:
             TypeError: If a pair is not two strings.

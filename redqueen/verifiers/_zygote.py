@@ -11,8 +11,8 @@ The child, before the program runs: starts its own session (so the whole process
 killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr for
 ``/dev/null`` and closes every other descriptor except its result pipe, moves into a private
 temporary directory, sets resource limits (address space, CPU, file size, processes, core),
-drops root to ``nobody``, shifts its heap by a requested number of blocks (so that ``id()``- and
-``hash()``-dependent programs differ between runs), refuses socket creation at the Python level
+drops root to ``nobody``, inherits a heap shifted by a requested number of blocks (so that
+``id()``- and ``hash()``-dependent programs differ between runs), refuses socket creation at the Python level
 and installs Landlock and seccomp at the kernel level. The program's prints go to a capped
 in-memory buffer.
 
@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import ctypes
 import gc
+import io
 import json
 import os
 import resource
@@ -118,7 +119,7 @@ def _refuse_socket(*args: object, **kwargs: object) -> None:
 
 
 class Zygote:
-    """The fork server's state: limits from the executor, prepared filters, the jitter arena."""
+    """The fork server's state: limits from the executor, prepared filters, held jitter blocks."""
 
     def __init__(self, config: dict) -> None:
         self.memory_bytes = int(config["memory_bytes"])
@@ -131,6 +132,11 @@ class Zygote:
         program = build_filter(allow_fs_writes=self.landlock is not None)
         self.seccomp = Seccomp(program) if program is not None else None
         self.devnull = os.open(os.devnull, os.O_RDWR)
+        self.limits: list[tuple[int, tuple[int, int]]] = []
+        socket_module = sys.modules.get("socket")
+        if socket_module is not None:  # children inherit the refusal
+            socket_module.socket = socket_module.socketpair = _refuse_socket
+            socket_module.create_connection = socket_module.create_server = _refuse_socket
         self.prctl = ctypes.CDLL(None, use_errno=True).prctl
         self.server_pid = os.getpid()
         # One private directory per server, emptied after any run that wrote to it.
@@ -140,8 +146,7 @@ class Zygote:
         with open("/proc/self/statm") as handle:  # the children start from this footprint
             vm_size = int(handle.read().split()[0]) * resource.getpagesize()
         self.address_space = vm_size + 64 * 2**20 + self.memory_bytes
-        # Slots for heap-jitter objects, allocated now so that filling them allocates nothing else.
-        self.arena: list[object] = [None] * (_MAX_JITTER * (len(_JITTER_CLASSES) + 2))
+        self.held: list[list[object]] = []  # heap-jitter blocks held across one fork
         self.features = {
             "fork_server": True,
             "network_namespace": self.netns,
@@ -217,13 +222,25 @@ class Zygote:
     def run(self, request: dict) -> dict:
         """Run one program in a forked child and report its result."""
         timeout = float(request["timeout"])
+        cpu = int(timeout) + 1
+        self.limits = [
+            (resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu, cpu + 1)),
+            (resource.RLIMIT_FSIZE, _capped(resource.RLIMIT_FSIZE, self.max_stdout_chars, self.max_stdout_chars)),
+            (resource.RLIMIT_CORE, (0, 0)),
+            (resource.RLIMIT_NPROC, (0, 0)),
+            (resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, self.address_space, self.address_space)),
+        ]
+        # Heap jitter: blocks allocated here before the fork shift the child's later allocations
+        # (and cost the child nothing); the server frees them right after.
+        self._jitter(int(request.get("jitter", 0)))
         rfd, wfd = os.pipe()
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
-            self._child(request, wfd, timeout)
+            self._child(wfd, request)
         os.close(wfd)
+        self._jitter(0)
         try:
             return self._collect(pid, rfd, start + timeout)
         finally:
@@ -301,7 +318,7 @@ class Zygote:
         return {"ok": False, "value": None, "timed_out": False,
                 "error": f"program exited (status {code}) without a result"}
 
-    def _child(self, request: dict, wfd: int, timeout: float) -> None:
+    def _child(self, wfd: int, request: dict) -> None:
         result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
         writer = _CappedWriter(self.max_stdout_chars)
         try:
@@ -318,30 +335,19 @@ class Zygote:
                 ruleset = _RESULT_FD + 1
             os.closerange(_RESULT_FD + 2 if ruleset >= 0 else _RESULT_FD + 1, 1 << 16)
             os.chdir(self.workdir)
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-                signal.signal(sig, signal.SIG_DFL)
-            cpu = int(timeout) + 1
-            _lower_limit(resource.RLIMIT_CPU, cpu, cpu + 1)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (self.max_stdout_chars, self.max_stdout_chars))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
-            _lower_limit(resource.RLIMIT_AS, self.address_space, self.address_space)
+            for kind, limits in self.limits:
+                resource.setrlimit(kind, limits)
             if self.is_root:
                 os.setgroups([])
                 os.setresgid(_NOBODY, _NOBODY, _NOBODY)
                 os.setresuid(_NOBODY, _NOBODY, _NOBODY)
-            self._jitter(int(request.get("jitter", 0)))
-            socket_module = sys.modules.get("socket")
-            if socket_module is not None:
-                socket_module.socket = socket_module.socketpair = _refuse_socket
-                socket_module.create_connection = socket_module.create_server = _refuse_socket
             if ruleset >= 0:
                 self.landlock.restrict(ruleset)
                 os.close(ruleset)
             if self.seccomp is not None:
                 self.seccomp.install()
             sys.stdout = sys.stderr = writer
-            sys.stdin = open(os.devnull)  # noqa: SIM115 - read-only, lives as long as the child
+            sys.stdin = io.StringIO()
             result = self._execute(request["source"], request["expr"], writer)
         except BaseException as exc:  # setup failure or program escaping the handler
             result = {"ok": False, "value": None, "error": _describe(exc), "stdout": writer.getvalue()}
@@ -371,26 +377,23 @@ class Zygote:
         return {"ok": True, "value": text, "error": None, "stdout": writer.getvalue()}
 
     def _jitter(self, blocks: int) -> None:
-        """Allocate ``blocks`` objects in each small size class, shifting later allocations."""
+        """Hold ``blocks`` objects in each small size class (0 releases them)."""
         blocks = max(0, min(blocks, _MAX_JITTER))
-        arena, slot = self.arena, 0
-        for i in range(blocks):
-            arena[slot] = object()
-            arena[slot + 1] = float(i) + 0.5
-            slot += 2
-        for size in _JITTER_CLASSES:
-            length = size - 33  # bytes objects carry 33 bytes of header
-            for _ in range(blocks):
-                arena[slot] = bytes(length)
-                slot += 1
+        if not blocks:
+            self.held = []
+            return
+        span = range(blocks)
+        held = [[object() for _ in span], [float(i) + 0.5 for i in span]]
+        held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
+        self.held = held
 
 
-def _lower_limit(kind: int, soft: int, hard: int) -> None:
-    """Set a resource limit, never above the hard limit this process already has."""
+def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
+    """A resource limit pair no higher than the hard limit this process already has."""
     current = resource.getrlimit(kind)[1]
     if current != resource.RLIM_INFINITY:
         soft, hard = min(soft, current), min(hard, current)
-    resource.setrlimit(kind, (soft, hard))
+    return soft, hard
 
 
 def _describe(exc: BaseException) -> str:
