@@ -25,7 +25,11 @@ def _report(run_dir: str = "runs/a", roles=("student", "student", "teacher")) ->
     scores.append(MemberScore("base", "base", "base", 2, 4, problems[:2]))
     scores.append(MemberScore("sp/solo-0", "baseline", "baseline", 1, 4, problems[:1]))
     return EvalReport(
-        suite="humaneval", run_dir=run_dir, model="tiny-coder", problems=problems, scores=tuple(scores)
+        suite="humaneval",
+        run_dir=run_dir,
+        model="tiny-coder",
+        problems=problems,
+        scores=tuple(scores),
     )
 
 
