@@ -148,3 +148,22 @@ def test_resume_of_a_finished_run_changes_nothing(reference, tmp_path):
     before = _snapshot(copy)
     _invoke("resume", str(copy), "--no-plots")
     assert _snapshot(copy) == before
+
+
+def test_readme_plugin_example_runs(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    code = re.search(r"```python\n(# my_plugins.py\n.*?)```", readme, re.S).group(1)
+    plugin = tmp_path / "my_plugins.py"
+    plugin.write_text(code)
+    out = tmp_path / "run"
+    _invoke("run", "surrogate", "--out", str(out), "--no-plots", "--plugin", str(plugin),
+            "--plugin", "redqueen.environments.surrogate", "--set", "steps=2",
+            "--set", "population.teachers=4", "--set", "population.students=4",
+            "--set", "evolution.replace_every=1", "--set", "evolution.selection=youngest_best",
+            "--set", "evolution.operators={scale_b: 1.0}")
+    operators = {r.operator for r in Lineage.from_csv(out / "lineage.csv").records if r.parents}
+    assert operators == {"scale_b"}
+    assert RunDirectory(out).read_plugins()[0] == str(plugin.resolve())
