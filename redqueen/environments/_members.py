@@ -64,7 +64,12 @@ def make_host(
     learner: Any,
     executor: Mapping[str, Any] | None,
 ) -> tuple[Any, Any, Any]:
-    """The adapter host (loaded unless given), its learner and a sandbox executor."""
+    """The adapter host (loaded unless given), its learner and a sandbox executor.
+
+    Raises:
+        OSError: If the base model cannot be loaded.
+        ValueError: If ``dtype`` is unknown or a given host already holds adapters.
+    """
     from redqueen.engine import AdapterHost, Learner, LearnerConfig
     from redqueen.verifiers import Executor
 
@@ -72,13 +77,20 @@ def make_host(
         if dtype is not None and dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
         path = None if model in (None, "tiny-coder") else model
-        host = AdapterHost(
-            path,
-            device=device,
-            dtype=_DTYPES[dtype] if dtype else None,
-            target_modules=target_modules,
-            backend=backend,
-        )
+        try:
+            host = AdapterHost(
+                path,
+                device=device,
+                dtype=_DTYPES[dtype] if dtype else None,
+                target_modules=target_modules,
+                backend=backend,
+            )
+        except (OSError, ValueError) as error:
+            # Loading is I/O: say so, so that callers can name the model as the culprit.
+            message = str(error)
+            if str(model) not in message:
+                message = f"cannot load model {str(model)!r}: {message}"
+            raise OSError(message) from error
     elif host.adapter_ids:
         raise ValueError(f"the host must hold no adapters, it holds {host.adapter_ids}")
     trainer = Learner(host, learner if learner is not None else LearnerConfig())

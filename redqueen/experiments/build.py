@@ -209,10 +209,13 @@ def _construct(cls: type, cfg: ExperimentConfig, kwargs: dict[str, Any]) -> Any:
         return cls(**kwargs)
     except UnknownNameError as error:
         raise ConfigError(f"evolution: {error}") from None
+    except KeyError as error:  # an objective no member reports
+        raise ConfigError(f"objectives: {error.args[0] if error.args else error}") from None
     except (OSError, ValueError) as error:
-        field = "model.name" if isinstance(error, OSError) else "environment"
         message = str(error.args[0]) if error.args else str(error)
-        raise ConfigError(f"{field}: cannot build {cfg.environment.name!r}: {message}") from None
+        if isinstance(error, OSError):
+            raise ConfigError(f"model.name: {message}") from None
+        raise ConfigError(f"environment: cannot build {cfg.environment.name!r}: {message}") from None
 
 
 def _build_coevolution(cfg: ExperimentConfig) -> Any:

@@ -74,3 +74,8 @@ def test_surrogate_preset_builds_with_its_settings_and_options():
         env.close()
     with pytest.raises(ConfigError, match="environment.options.width: not a setting of environment 'surrogate'"):
         build_environment(load_config("surrogate", ["environment.options={width: 3}"]))
+
+
+def test_missing_model_names_the_field(tmp_path):
+    with pytest.raises(ConfigError, match="model.name: .*cannot load model"):
+        build_environment(load_config("tiny", [f"model.name={tmp_path / 'missing-model'}"]))
