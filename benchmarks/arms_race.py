@@ -25,6 +25,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -70,17 +71,26 @@ def _series(run: dict[str, Any], key: str) -> np.ndarray:
     return np.array([row.get(key, np.nan) for row in run["metrics"]], dtype=float)
 
 
+def _solve_series(run: dict[str, Any]) -> np.ndarray:
+    """Solve rate per step; NaN for steps without a single answer (no valid task to solve)."""
+    solve = _series(run, "solve_rate")
+    solve[_series(run, "answers") == 0] = np.nan
+    return solve
+
+
 def summarise(run: dict[str, Any]) -> dict[str, float]:
     """Per-run summary: means, trends, oscillation, coverage and compute spent."""
-    solve = _series(run, "solve_rate")
+    solve = _solve_series(run)
+    changes = np.diff(solve)
+    changes = changes[np.isfinite(changes)]
     complexity = np.nanmean(
         np.vstack([_series(run, f"complexity/{t}") for t in ("code_o", "code_i", "code_f")]), axis=0
     )
     third = max(1, len(solve) // 3)
     steps = max(1, run["steps"])
     return {
-        "solve_rate_mean": float(np.nanmean(solve)),
-        "solve_rate_oscillation": float(np.nanstd(np.diff(solve))) if len(solve) > 1 else 0.0,
+        "solve_rate_mean": float(np.nanmean(solve)) if np.isfinite(solve).any() else float("nan"),
+        "solve_rate_oscillation": float(np.std(changes)) if len(changes) else float("nan"),
         "complexity_mean": float(np.nanmean(complexity))
         if np.isfinite(complexity).any()
         else float("nan"),
@@ -165,6 +175,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
                     )
                     for r in runs
                 ]
+            elif key == "solve_rate":
+                series = [_solve_series(r) for r in runs]
             else:
                 series = [_series(r, key) for r in runs]
             data = np.vstack(series)
@@ -191,6 +203,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    # Runs without a valid task of some type have empty series; their means are NaN on purpose.
+    warnings.filterwarnings("ignore", message="Mean of empty slice")
+    warnings.filterwarnings("ignore", message="Degrees of freedom")
 
     runs: dict[str, list[dict[str, Any]]] = {p: [] for p in PRESETS}
     for seed in args.seeds:
