@@ -207,9 +207,13 @@ def dare(
     return weighted_svd(masked, weights)
 
 
+#: Dense modules up to this size get an exact SVD; larger ones a randomised one.
+_EXACT_SVD_MAX = 512
+
+
 def _truncate_dense(m: Tensor, rank: int, rng: torch.Generator) -> tuple[Tensor, Tensor, Tensor]:
     """Top-``rank`` SVD of a dense matrix: exact when small, seeded randomised range finder when large."""
-    if min(m.shape) <= 1024:
+    if min(m.shape) <= _EXACT_SVD_MAX:
         u, s, vh = torch.linalg.svd(m, full_matrices=False)
         return u[:, :rank], s[:rank], vh[:rank].mT
     width = min(rank + 10, min(m.shape))

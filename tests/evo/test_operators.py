@@ -1,0 +1,311 @@
+"""Variation operators: registry contract, seeding, rank/alpha, and each operator's defining property."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from redqueen._registry import UnknownNameError
+from redqueen.evo.operators import CROSSOVERS, MUTATIONS, crossover, mutate
+from redqueen.genomes import GenomeMismatchError, LoRAGenome, distance, weighted_svd
+
+SHAPES = {"l0.q": (10, 8), "l0.k": (4, 8), "l1.q": (10, 8), "l1.k": (4, 8), "l1.o": (8, 10)}
+#: Deterministic merges (ties draws only for the randomised SVD of large modules).
+DETERMINISTIC = {"svd_merge", "ties"}
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def genome(seed: int, *, rank=4, alpha=8.0, init="gaussian", shapes=SHAPES, dtype=torch.float32):
+    return LoRAGenome.random(
+        shapes, rank=rank, alpha=alpha, rng=gen(seed), init=init, std=0.3, dtype=dtype
+    )
+
+
+def apply(kind: str, name: str, parents, seed: int):
+    if kind == "mutation":
+        return mutate(name, parents[0], rng=gen(seed))
+    return crossover(name, parents, rng=gen(seed))
+
+
+ALL = [("mutation", n) for n in MUTATIONS] + [("crossover", n) for n in CROSSOVERS]
+
+
+def same(g1: LoRAGenome, g2: LoRAGenome) -> bool:
+    return all(
+        torch.equal(x, y)
+        for n in g1.modules
+        for x, y in zip(g1.factors(n), g2.factors(n), strict=True)
+    )
+
+
+def test_registries_hold_every_designed_operator_with_docstrings():
+    assert set(MUTATIONS) >= {
+        "gaussian",
+        "full_gaussian",
+        "spectral",
+        "component_mask",
+        "lowrank_noise",
+    }
+    assert set(CROSSOVERS) >= {
+        "svd_merge",
+        "task_vector",
+        "svd_subspace",
+        "layer_swap",
+        "dare",
+        "ties",
+    }
+    for registry in (MUTATIONS, CROSSOVERS):
+        for name in registry:
+            assert registry.describe(name), name
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    out_in=st.lists(st.tuples(st.integers(1, 12), st.integers(1, 12)), min_size=1, max_size=3),
+    rank=st.integers(1, 5),
+    alphas=st.tuples(st.floats(1.0, 32.0), st.floats(1.0, 32.0)),
+    seed=st.integers(0, 1000),
+)
+def test_every_operator_keeps_rank_and_alpha_of_the_first_parent(out_in, rank, alphas, seed):
+    shapes = {f"m{i}": s for i, s in enumerate(out_in)}
+    p1 = genome(seed, rank=rank, alpha=alphas[0], shapes=shapes)
+    p2 = genome(seed + 1, rank=rank, alpha=alphas[1], shapes=shapes)
+    for kind, name in ALL:
+        child = apply(kind, name, [p1, p2], seed)
+        assert (child.rank, child.alpha, child.shapes) == (rank, alphas[0], shapes), name
+        assert child.dtype == p1.dtype and child.modules == p1.modules, name
+        assert all(torch.isfinite(t).all() for n in child.modules for t in child.factors(n)), name
+
+
+@pytest.mark.parametrize(("kind", "name"), ALL)
+def test_same_seed_same_child_and_different_seeds_differ(kind, name):
+    parents = [genome(1), genome(2)]
+    first, again = apply(kind, name, parents, 7), apply(kind, name, parents, 7)
+    assert same(first, again)
+    if name not in DETERMINISTIC:
+        # Discrete draws (e.g. svd_subspace's j in 1..3) may repeat for one other seed, not for four.
+        assert any(not same(first, apply(kind, name, parents, s)) for s in range(8, 12))
+
+
+@pytest.mark.parametrize(("kind", "name"), ALL)
+def test_operators_leave_parents_untouched(kind, name):
+    parents = [genome(1), genome(2)]
+    copies = [p.clone() for p in parents]
+    apply(kind, name, parents, 0)
+    assert all(same(p, c) for p, c in zip(parents, copies, strict=True))
+
+
+def test_mutations_move_the_update_but_not_far():
+    parent = genome(3)
+    for name in MUTATIONS:
+        child = mutate(name, parent, rng=gen(0))
+        d = distance(parent, child)
+        assert d > 0, name
+        assert d < 2 * sum(float(parent.delta_weight(n).norm()) for n in parent.modules), name
+
+
+def test_lowrank_noise_changes_a_zero_update_where_factor_noise_cannot():
+    fresh = genome(4, init="peft")  # B = 0, so dW = 0
+    assert distance(fresh, mutate("gaussian", fresh, rng=gen(0), fraction=1.0)) == 0.0
+    child = mutate("lowrank_noise", fresh, rng=gen(0), floor=0.01)
+    for name in fresh.modules:
+        assert float(child.delta_weight(name).norm()) == pytest.approx(0.01, rel=1e-4)
+        assert int(torch.linalg.matrix_rank(child.delta_weight(name).double(), rtol=1e-5)) == 1
+
+
+def test_gaussian_touches_only_the_chosen_fraction():
+    parent = genome(5)
+    child = mutate("gaussian", parent, rng=gen(1), fraction=0.4)
+    changed = [
+        n for n in parent.modules if not torch.equal(child.factors(n)[0], parent.factors(n)[0])
+    ]
+    assert len(changed) == 2
+
+
+def test_component_mask_drops_k_directions():
+    parent = genome(6, rank=4)
+    child = mutate("component_mask", parent, rng=gen(0), k=2)
+    for name in parent.modules:
+        full = int(torch.linalg.matrix_rank(parent.delta_weight(name).double(), rtol=1e-5))
+        assert int(
+            torch.linalg.matrix_rank(child.delta_weight(name).double(), rtol=1e-5)
+        ) == full - min(2, full)
+
+
+def test_spectral_keeps_column_space():
+    parent = genome(7, rank=3)
+    child = mutate("spectral", parent, rng=gen(0), sigma=0.2, rotation=0.1)
+    for name in parent.modules:
+        u, s, _ = torch.linalg.svd(parent.delta_weight(name).double())
+        basis = u[:, : int((s > 1e-8 * s[0]).sum())]
+        dw = child.delta_weight(name).double()
+        torch.testing.assert_close(basis @ (basis.T @ dw), dw, rtol=1e-4, atol=1e-6)
+
+
+def test_svd_merge_is_weighted_svd():
+    p1, p2 = genome(1), genome(2)
+    child = crossover("svd_merge", [p1, p2], weights=[0.2, 0.8], rng=gen(0))
+    ref = weighted_svd([p1, p2], [0.2, 0.8])
+    assert same(child, ref)
+
+
+def test_task_vector_extrapolates_toward_the_better_parent():
+    p1, other = genome(1, rank=2), genome(2, rank=2)
+    # Sharing A keeps every combination within rank 2, so the rank-2 child is exact.
+    p2 = p1.replace({n: (a, other.factors(n)[1]) for n, (a, _) in p1.items()})
+    child = crossover("task_vector", [p1, p2], weights=[0.0, 1.0], rng=gen(0), t=1.25)
+    for name in p1.modules:
+        expected = p1.delta_weight(name) + 1.25 * (p2.delta_weight(name) - p1.delta_weight(name))
+        torch.testing.assert_close(child.delta_weight(name), expected, rtol=1e-4, atol=1e-5)
+    drawn = [crossover("task_vector", [p1, p2], rng=gen(s)) for s in range(3)]
+    assert len({round(distance(p1, c), 6) for c in drawn}) == 3
+    with pytest.raises(ValueError, match="exactly 2 parents"):
+        crossover("task_vector", [p1, p2, p1], rng=gen(0))
+
+
+def test_svd_subspace_takes_leading_triplets_from_each_parent():
+    p1, p2 = genome(1, rank=4), genome(2, rank=4)
+    whole = crossover("svd_subspace", [p1, p2], rng=gen(0), j=4)
+    for name in p1.modules:
+        torch.testing.assert_close(
+            whole.delta_weight(name), p1.delta_weight(name), rtol=1e-4, atol=1e-5
+        )
+    mixed = crossover("svd_subspace", [p1, p2], rng=gen(0), j=1)
+    name = "l0.q"
+    u1, s1, v1 = torch.linalg.svd(p1.delta_weight(name).double())
+    u2, s2, v2 = torch.linalg.svd(p2.delta_weight(name).double())
+    expected = s1[0] * torch.outer(u1[:, 0], v1[0]) + (u2[:, :3] * s2[:3]) @ v2[:3]
+    torch.testing.assert_close(mixed.delta_weight(name).double(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_swap_inherits_whole_modules_across_alphas():
+    p1, p2 = genome(1, alpha=8.0), genome(2, alpha=2.0)
+    child = crossover("layer_swap", [p1, p2], rng=gen(3))
+    sources = set()
+    for name in p1.modules:
+        dw = child.delta_weight(name)
+        hits = [
+            i for i, p in enumerate((p1, p2)) if torch.allclose(dw, p.delta_weight(name), atol=1e-6)
+        ]
+        assert len(hits) == 1, name
+        sources.add(hits[0])
+    assert sources == {0, 1}
+    only_second = crossover("layer_swap", [p1, p2], weights=[0.0, 1.0], rng=gen(0))
+    assert all(
+        torch.allclose(only_second.delta_weight(n), p2.delta_weight(n), atol=1e-6)
+        for n in p1.modules
+    )
+    with pytest.raises(ValueError, match="non-negative"):
+        crossover("layer_swap", [p1, p2], weights=[-1.0, 1.0], rng=gen(0))
+
+
+def test_dare_without_drop_is_svd_merge_and_is_unbiased():
+    p1, p2 = genome(1, rank=2, dtype=torch.float64), genome(2, rank=2, dtype=torch.float64)
+    plain = crossover("dare", [p1, p2], rng=gen(0), drop=0.0)
+    ref = weighted_svd([p1, p2])
+    for name in p1.modules:
+        torch.testing.assert_close(plain.delta_weight(name), ref.delta_weight(name))
+    # Averaged over masks, a dropped-and-rescaled update returns to the parent (weight 0 on the
+    # second parent keeps the child within rank, so no truncation bias).
+    target = p1.delta_weight("l0.q")
+    children = [
+        crossover("dare", [p1, p2], weights=[1.0, 0.0], rng=gen(s), drop=0.3) for s in range(40)
+    ]
+    single = float((children[0].delta_weight("l0.q") - target).norm() / target.norm())
+    mean = sum(c.delta_weight("l0.q") for c in children) / len(children)
+    assert single > 0.1
+    assert float((mean - target).norm() / target.norm()) < single / 2
+
+
+def test_ties_of_one_parent_at_full_density_is_that_parent():
+    p1 = genome(1, dtype=torch.float64)
+    child = crossover("ties", [p1, p1.clone()], rng=gen(0), density=1.0)
+    for name in p1.modules:
+        torch.testing.assert_close(child.delta_weight(name), p1.delta_weight(name))
+
+
+def test_ties_elects_signs_and_averages_agreeing_entries():
+    shapes = {"m": (2, 2)}
+    a = torch.eye(2, dtype=torch.float64)
+    g1 = LoRAGenome(
+        {"m": (a, torch.tensor([[2.0, 0.0], [0.0, -1.0]], dtype=torch.float64))}, rank=2, alpha=2
+    )
+    g2 = LoRAGenome(
+        {"m": (a, torch.tensor([[4.0, 0.0], [0.0, 3.0]], dtype=torch.float64))}, rank=2, alpha=2
+    )
+    assert g1.shapes == shapes
+    child = crossover("ties", [g1, g2], rng=gen(0), density=1.0)
+    # Entry (0, 0): both positive, mean 3. Entry (1, 1): sum positive, only +3 agrees.
+    torch.testing.assert_close(
+        child.delta_weight("m"), torch.diag(torch.tensor([3.0, 3.0], dtype=torch.float64))
+    )
+
+
+def test_ties_large_modules_use_a_seeded_randomised_svd():
+    shapes = {"big": (530, 520)}
+    p1, p2 = genome(1, rank=2, shapes=shapes), genome(2, rank=2, shapes=shapes)
+    c1 = crossover("ties", [p1, p2], rng=gen(0), density=0.5)
+    assert same(c1, crossover("ties", [p1, p2], rng=gen(0), density=0.5))
+    assert not same(c1, crossover("ties", [p1, p2], rng=gen(1), density=0.5))
+    # On an exactly rank-2 merge the randomised SVD is exact.
+    twin = crossover("ties", [p1, p1.clone()], rng=gen(0), density=1.0)
+    torch.testing.assert_close(
+        twin.delta_weight("big"), p1.delta_weight("big"), rtol=1e-4, atol=1e-6
+    )
+
+
+def test_registration_by_decorator_and_contract_checks():
+    @MUTATIONS.register("test_scale_b")
+    def scale_b(g, *, rng, factor=2.0):
+        """Scale every B factor (test plug-in)."""
+        return g.replace({n: (a, b * factor) for n, (a, b) in g.items()})
+
+    @CROSSOVERS.register("test_bad_rank")
+    def bad_rank(parents, *, weights, rng):
+        """Return a child of another rank (test plug-in that breaks the contract)."""
+        return weighted_svd(parents, weights, rank=parents[0].rank + 1)
+
+    try:
+        p = genome(1)
+        child = mutate("test_scale_b", p, rng=gen(0), factor=3.0)
+        torch.testing.assert_close(child.delta_weight("l0.q"), 3 * p.delta_weight("l0.q"))
+        with pytest.raises(ValueError, match="test_bad_rank.*rank 5.*rank 4"):
+            crossover("test_bad_rank", [p, genome(2)], rng=gen(0))
+    finally:
+        MUTATIONS._items.pop("test_scale_b")
+        CROSSOVERS._items.pop("test_bad_rank")
+
+
+def test_boundary_errors_are_clear():
+    p = genome(1)
+    with pytest.raises(UnknownNameError, match="unknown mutation 'nope'.*gaussian"):
+        mutate("nope", p, rng=gen(0))
+    with pytest.raises(TypeError, match="torch.Generator"):
+        mutate("gaussian", p, rng=0)
+    with pytest.raises(ValueError, match="'gaussian': fraction"):
+        mutate("gaussian", p, rng=gen(0), fraction=0.0)
+    with pytest.raises(ValueError, match="3 weights for 2 parents"):
+        crossover("svd_merge", [p, genome(2)], weights=[1, 2, 3], rng=gen(0))
+    other = genome(2, shapes={**SHAPES, "l1.o": (8, 9)})
+    with pytest.raises(GenomeMismatchError, match=r"'l1.o'.*\(8, 10\).*\(8, 9\)"):
+        crossover("svd_merge", [p, other], rng=gen(0))
+    with pytest.raises(ValueError, match="'dare': drop"):
+        crossover("dare", [p, genome(2)], rng=gen(0), drop=1.0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize(("kind", "name"), ALL)
+def test_cuda_genomes_with_a_cpu_generator_match_cpu(kind, name):
+    parents = [genome(1, dtype=torch.float64), genome(2, dtype=torch.float64)]
+    on_cpu = apply(kind, name, parents, 3)
+    on_gpu = apply(kind, name, [p.to("cuda") for p in parents], 3)
+    assert on_gpu.device.type == "cuda"
+    for n in on_cpu.modules:
+        torch.testing.assert_close(
+            on_gpu.delta_weight(n).cpu(), on_cpu.delta_weight(n), rtol=1e-6, atol=1e-8
+        )
