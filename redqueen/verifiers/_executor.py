@@ -8,6 +8,7 @@ import select
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -61,7 +62,7 @@ class _Server:
             "LC_ALL": "C.UTF-8",
         }
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-B", str(_ZYGOTE), json.dumps(config)],
+            [sys.executable, "-S", "-B", str(_ZYGOTE), json.dumps(config)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -189,6 +190,7 @@ class Executor:
             "memory_bytes": self.memory_mb * 2**20,
             "max_value_chars": int(max_value_chars),
             "max_stdout_chars": int(max_stdout_chars),
+            "temp_root": tempfile.gettempdir(),
         }
         self._lock = threading.Lock()
         self._closed = False

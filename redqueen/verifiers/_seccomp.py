@@ -20,6 +20,8 @@ import platform
 import struct
 
 PR_SET_NO_NEW_PRIVS = 38
+_PR_GET_NO_NEW_PRIVS = 39
+_PR_GET_SECCOMP = 21
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 
@@ -161,6 +163,10 @@ class Seccomp:
         self._buffer = ctypes.create_string_buffer(program, len(program))
         self._fprog = _SockFprog(len(program) // 8, ctypes.addressof(self._buffer))
 
+    def warm_up(self) -> None:
+        """Make a harmless ``prctl`` call (PR_GET_SECCOMP) so later calls start warm."""
+        self._libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0)
+
     def install(self) -> None:
         """Set no_new_privs and load the filter.
 
@@ -236,6 +242,11 @@ class Landlock:
         finally:
             os.close(dir_fd)
         return int(fd)
+
+    def restrict_warm_up(self) -> None:
+        """Make harmless calls (a restrict on an invalid fd) so later calls start warm."""
+        self._libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+        self._libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, -1, 0)
 
     def restrict(self, ruleset_fd: int) -> None:
         """Apply a prepared ruleset to the calling process (irreversibly).

@@ -33,7 +33,6 @@ import shutil
 import signal
 import struct
 import sys
-import tempfile
 import time
 
 if __package__:
@@ -41,13 +40,15 @@ if __package__:
 else:  # run as a script: the sibling module is importable from the script's directory
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
 
-# Pre-imported so that a forked child finds them in sys.modules (no file system work).
+# Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
+# that import ``threading`` or ``random`` stay out: their at-fork hooks make every fork dearer.
 PRELOAD = (
     "abc", "array", "bisect", "cmath", "collections", "copy", "dataclasses", "decimal", "enum",
     "fractions", "functools", "heapq", "itertools", "math", "numbers", "operator", "re",
-    "socket", "statistics", "string", "textwrap", "typing", "unicodedata",
+    "socket", "string", "textwrap", "typing", "unicodedata",
 )
 _PR_SET_PDEATHSIG = 1
+_PR_GET_NO_NEW_PRIVS = 39
 _NOBODY = 65534
 _RESULT_FD = 3
 _JITTER_CLASSES = tuple(range(48, 513, 16))
@@ -125,6 +126,7 @@ class Zygote:
         self.memory_bytes = int(config["memory_bytes"])
         self.max_value_chars = int(config["max_value_chars"])
         self.max_stdout_chars = int(config["max_stdout_chars"])
+        self.temp_root = str(config["temp_root"])
         self.is_root = os.geteuid() == 0
         self.netns = self._unshare_network()
         abi = landlock_abi()
@@ -165,6 +167,15 @@ class Zygote:
                 self.seccomp = Seccomp(build_filter(allow_fs_writes=False))
         if not self.features["seccomp"]:
             self.seccomp = None
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Call each foreign function once here, so children do not pay its first-call cost."""
+        self.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+        if self.landlock is not None:
+            self.landlock.restrict_warm_up()
+        if self.seccomp is not None:
+            self.seccomp.warm_up()
 
     @staticmethod
     def _unshare_network() -> bool:
@@ -177,7 +188,7 @@ class Zygote:
         return False
 
     def _probe_landlock(self) -> None:
-        self.landlock.restrict(self.landlock.prepare(tempfile.gettempdir()))
+        self.landlock.restrict(self.landlock.prepare(self.temp_root))
 
     def _fresh_workdir(self) -> None:
         """(Re)create the private working directory and its Landlock ruleset."""
@@ -186,7 +197,8 @@ class Zygote:
         if self.ruleset_fd >= 0:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
-        self.workdir = tempfile.mkdtemp(prefix="redqueen-")
+        self.workdir = os.path.join(self.temp_root, f"redqueen-{os.urandom(8).hex()}")
+        os.mkdir(self.workdir, 0o700)
         if self.is_root:
             os.chown(self.workdir, _NOBODY, _NOBODY)
         if self.landlock is not None:
@@ -233,12 +245,13 @@ class Zygote:
         # Heap jitter: blocks allocated here before the fork shift the child's later allocations
         # (and cost the child nothing); the server frees them right after.
         self._jitter(int(request.get("jitter", 0)))
+        writer = _CappedWriter(self.max_stdout_chars)
         rfd, wfd = os.pipe()
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
-            self._child(wfd, request)
+            self._child(wfd, request, writer)
         os.close(wfd)
         self._jitter(0)
         try:
@@ -318,9 +331,8 @@ class Zygote:
         return {"ok": False, "value": None, "timed_out": False,
                 "error": f"program exited (status {code}) without a result"}
 
-    def _child(self, wfd: int, request: dict) -> None:
+    def _child(self, wfd: int, request: dict, writer: _CappedWriter) -> None:
         result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
-        writer = _CappedWriter(self.max_stdout_chars)
         try:
             os.setsid()
             self.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -347,7 +359,6 @@ class Zygote:
             if self.seccomp is not None:
                 self.seccomp.install()
             sys.stdout = sys.stderr = writer
-            sys.stdin = io.StringIO()
             result = self._execute(request["source"], request["expr"], writer)
         except BaseException as exc:  # setup failure or program escaping the handler
             result = {"ok": False, "value": None, "error": _describe(exc), "stdout": writer.getvalue()}
@@ -413,6 +424,7 @@ def main() -> None:
     os.dup2(null, 1)
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stdin = io.StringIO()  # what programs read: nothing
     zygote = Zygote(config)
     gc.collect()
     gc.freeze()  # children's collections then skip (and so do not copy) the server's objects
