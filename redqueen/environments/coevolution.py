@@ -111,6 +111,15 @@ class CoevolutionEnv(Environment):
         self.ratings = RatingSystem()
         self.matchmaker = PFSPMatchmaker()
         self.buffer = TaskBuffer(capacity=self.settings.buffer_size)
+        roles_objectives = objectives_for(objectives, ROLES)
+        self.replacement = replacement or ReplacementConfig()
+        self.evolution = EvolutionLoop(  # checks operator names before any model loads
+            self.population,
+            self.lineage,
+            self.replacement,
+            np.random.default_rng(self.seed + 1),
+            objectives=roles_objectives,
+        )
         self.host, self.learner, self.executor = make_host(
             model=model,
             host=host,
@@ -121,7 +130,6 @@ class CoevolutionEnv(Environment):
             learner=learner,
             executor=executor,
         )
-        roles_objectives = objectives_for(objectives, ROLES)
         self.book = MemberBook(
             population=self.population,
             lineage=self.lineage,
@@ -131,18 +139,16 @@ class CoevolutionEnv(Environment):
             objectives=roles_objectives,
             task_types=self.settings.task_types,
         )
-        self.replacement = replacement or ReplacementConfig()
-        self.evolution = EvolutionLoop(
-            self.population,
-            self.lineage,
-            self.replacement,
-            np.random.default_rng(self.seed + 1),
-            objectives=roles_objectives,
-        )
         init_rng = torch.Generator().manual_seed(self.seed)
-        for role, size in (("teacher", teachers), ("student", students)):
-            for _ in range(size):
-                self.book.found(role, rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng)
+        try:
+            for role, size in (("teacher", teachers), ("student", students)):
+                for _ in range(size):
+                    self.book.found(
+                        role, rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng
+                    )
+        except BaseException:
+            self.close()  # no sandbox processes outlive a failed construction
+            raise
         self.signatures: set[str] = set()
 
     # -- one step ---------------------------------------------------------------------------

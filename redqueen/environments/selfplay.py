@@ -126,8 +126,14 @@ class SelfPlayEnv(Environment):
             rated=False,
         )
         init_rng = torch.Generator().manual_seed(self.seed)
-        for _ in range(solo):
-            self.book.found("solo", rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng)
+        try:
+            for _ in range(solo):
+                self.book.found(
+                    "solo", rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng
+                )
+        except BaseException:
+            self.close()  # no sandbox processes outlive a failed construction
+            raise
         self.signatures: set[str] = set()
 
     def step(self) -> StepRecord:

@@ -253,6 +253,27 @@ BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
 }
 
 
+def check_evolution_names(cfg: ExperimentConfig) -> None:
+    """Check selection, ranking and operator names against their registries.
+
+    Raises:
+        ConfigError: Naming the field whose name is not registered.
+    """
+    from redqueen.evo.operators import CROSSOVERS, MUTATIONS
+    from redqueen.evo.selection import SELECTIONS
+
+    evo = cfg.evolution
+    for field in ("selection", "ranking"):
+        name = getattr(evo, field)
+        if name not in SELECTIONS:
+            known = ", ".join(sorted(SELECTIONS))
+            raise ConfigError(f"evolution.{field}: unknown selection scheme {name!r} (known: {known})")
+    for name in evo.operators:
+        if name not in MUTATIONS and name not in CROSSOVERS:
+            known = ", ".join(sorted([*MUTATIONS, *CROSSOVERS]))
+            raise ConfigError(f"evolution.operators.{name}: unknown operator (known: {known})")
+
+
 def build_environment(cfg: ExperimentConfig) -> Any:
     """Construct the environment a configuration describes.
 
@@ -278,6 +299,8 @@ def build_environment(cfg: ExperimentConfig) -> Any:
         cls = registry[name]
     except UnknownNameError as error:
         raise ConfigError(f"environment.name: {error}") from None
+    if cfg.evolution.replace_every > 0:
+        check_evolution_names(cfg)
     builder = BUILDERS.get(name)
     if builder is not None:
         return builder(cfg)

@@ -79,3 +79,16 @@ def test_surrogate_preset_builds_with_its_settings_and_options():
 def test_missing_model_names_the_field(tmp_path):
     with pytest.raises(ConfigError, match="model.name: .*cannot load model"):
         build_environment(load_config("tiny", [f"model.name={tmp_path / 'missing-model'}"]))
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("evolution.selection=nope", "evolution.selection: unknown selection scheme 'nope'"),
+        ("evolution.ranking=nope", "evolution.ranking: unknown selection scheme 'nope'"),
+        ("evolution.operators={nope: 1.0}", "evolution.operators.nope: unknown operator"),
+    ],
+)
+def test_unknown_evolution_names_fail_before_anything_loads(override, field):
+    with pytest.raises(ConfigError, match=field):
+        build_environment(load_config("tiny", [override, "model.name=/nonexistent"]))
