@@ -41,7 +41,8 @@ app = typer.Typer(
 #: Modules whose import fills the registries that ``redqueen list`` shows.
 PLUGIN_MODULES = (
     "redqueen.evo.operators",
-    "redqueen.evo.selection", "redqueen.environments.surrogate",
+    "redqueen.evo.selection",
+    "redqueen.environments.surrogate",
     "redqueen.experiments.plots",
     "redqueen.experiments.config",
     "redqueen.environments",
