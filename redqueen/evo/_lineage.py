@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -263,11 +262,11 @@ class Lineage:
                 graph.add_edge("__root__", r.name, weight=1.0)
             for parent in r.parents:
                 graph.add_edge(parent, r.name, weight=self._length(parent, r.name, branch_length))
-        total, count = 0.0, 0
-        for a, b in itertools.combinations(ids, 2):
-            total += nx.shortest_path_length(graph, a, b, weight="weight")
-            count += 1
-        return total / count
+        total = 0.0
+        for i, a in enumerate(ids[:-1]):
+            lengths = nx.single_source_dijkstra_path_length(graph, a, weight="weight")
+            total += sum(lengths[b] for b in ids[i + 1 :])
+        return total / (len(ids) * (len(ids) - 1) / 2)
 
     def _length(self, parent: str, child: str, branch_length: str) -> float:
         if branch_length == "edges":

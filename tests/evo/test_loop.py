@@ -104,3 +104,20 @@ def test_unknown_operator_is_named():
         EvolutionLoop(pop, lin, ReplacementConfig(operators={"nope": 1.0}), 0)
     with pytest.raises(ValueError, match="cull_fraction"):
         ReplacementConfig(cull_fraction=2.0)
+
+
+@pytest.mark.parametrize("selection", ["nsga2", "novelty", "lexicase", "map_elites"])
+def test_replace_with_objectives_and_other_schemes(selection):
+    pop, lin, ratings = _world(2)
+    rng = np.random.default_rng(0)
+    for ind in pop.living:
+        ind.objectives["solve_rate"] = float(rng.random())
+        ind.descriptor = rng.random(2)
+        ind.cases = rng.random(3)
+    cfg = ReplacementConfig(cull_fraction=0.5, selection=selection, ranking="nsga2", operators={"gaussian": 1.0})
+    loop = EvolutionLoop(pop, lin, cfg, 0, objectives={"teacher": ("rating", "solve_rate"), "student": ["solve_rate"]})
+    births, deaths = loop.replace(3, ratings)
+    assert len(births) == len(deaths) == 4
+    teacher = pop.members("teacher")[0]
+    assert teacher.fitness.weights == (1.0, 1.0)
+    assert all(set(b.parents) <= {m.id for m in pop.living} | set(deaths) for b in births)
