@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import struct
 import subprocess
 import sys
@@ -61,6 +62,9 @@ class _Server:
             "PATH": os.defpath,
             "LC_ALL": "C.UTF-8",
         }
+        # The server's private directories live under this root, removed whatever its fate.
+        self.root = tempfile.mkdtemp(prefix="redqueen-sandbox-")
+        config = {**config, "temp_root": self.root}
         self.proc = subprocess.Popen(
             [sys.executable, "-S", "-B", str(_ZYGOTE), json.dumps(config)],
             stdin=subprocess.PIPE,
@@ -117,6 +121,7 @@ class _Server:
         except subprocess.TimeoutExpired:
             self.kill()
         self.proc.stdout.close()
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def kill(self) -> None:
         try:
@@ -125,6 +130,7 @@ class _Server:
             pass
         self.proc.kill()
         self.proc.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
                 stream.close()
@@ -190,7 +196,6 @@ class Executor:
             "memory_bytes": self.memory_mb * 2**20,
             "max_value_chars": int(max_value_chars),
             "max_stdout_chars": int(max_stdout_chars),
-            "temp_root": tempfile.gettempdir(),
         }
         self._lock = threading.Lock()
         self._closed = False

@@ -49,6 +49,11 @@ PRELOAD = (
 )
 _PR_SET_PDEATHSIG = 1
 _PR_GET_NO_NEW_PRIVS = 39
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_MNT_DETACH = 2
+_WORKDIR_BYTES = 16 * 2**20
+_WORKDIR_INODES = 1024
 _NOBODY = 65534
 _RESULT_FD = 3
 _JITTER_CLASSES = tuple(range(48, 513, 16))
@@ -139,9 +144,12 @@ class Zygote:
         if socket_module is not None:  # children inherit the refusal
             socket_module.socket = socket_module.socketpair = _refuse_socket
             socket_module.create_connection = socket_module.create_server = _refuse_socket
-        self.prctl = ctypes.CDLL(None, use_errno=True).prctl
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.prctl = self.libc.prctl
         self.server_pid = os.getpid()
-        # One private directory per server, emptied after any run that wrote to it.
+        # One private directory per server, emptied after any run that wrote to it; a size- and
+        # inode-capped tmpfs seen only by this server and its children where mounts are allowed.
+        self.tmpfs = self._private_mounts()
         self.workdir = ""
         self.ruleset_fd = -1
         self._fresh_workdir()
@@ -155,6 +163,7 @@ class Zygote:
             "landlock": self.landlock is not None and self._probe(self._probe_landlock),
             "seccomp": self.seccomp is not None and self._probe(self.seccomp.install),
             "drop_root": self.is_root,
+            "workdir_tmpfs": self.tmpfs,
             "socket_refused": True,
             "rlimits": True,
         }
@@ -187,18 +196,35 @@ class Zygote:
                 return True
         return False
 
+    def _private_mounts(self) -> bool:
+        """Enter a private mount namespace (nothing mounted here reaches the host) if allowed."""
+        if self.libc.unshare(_CLONE_NEWNS) != 0:
+            return False
+        # Without private propagation a mount would leak to the host: then mount nothing.
+        return self.libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
+
+    def _remove_workdir(self) -> None:
+        if self.tmpfs:
+            self.libc.umount2(self.workdir.encode(), _MNT_DETACH)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
     def _probe_landlock(self) -> None:
         self.landlock.restrict(self.landlock.prepare(self.temp_root))
 
     def _fresh_workdir(self) -> None:
         """(Re)create the private working directory and its Landlock ruleset."""
         if self.workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._remove_workdir()
         if self.ruleset_fd >= 0:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
-        self.workdir = os.path.join(self.temp_root, f"redqueen-{os.urandom(8).hex()}")
+        self.workdir = os.path.join(self.temp_root, f"run-{os.urandom(8).hex()}")
         os.mkdir(self.workdir, 0o700)
+        if self.tmpfs:
+            options = f"size={_WORKDIR_BYTES},nr_inodes={_WORKDIR_INODES},mode=0700"
+            flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+            if self.libc.mount(b"tmpfs", self.workdir.encode(), b"tmpfs", flags, options.encode()) != 0:
+                self.tmpfs = False
         if self.is_root:
             os.chown(self.workdir, _NOBODY, _NOBODY)
         if self.landlock is not None:
@@ -229,11 +255,13 @@ class Zygote:
                     return
                 _send(wfd, self.run(request))
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._remove_workdir()
 
     def run(self, request: dict) -> dict:
         """Run one program in a forked child and report its result."""
         timeout = float(request["timeout"])
+        if not os.path.isdir(self.workdir):  # removed behind our back (e.g. a tmp cleaner)
+            self._fresh_workdir()
         cpu = int(timeout) + 1
         self.limits = [
             (resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu, cpu + 1)),
