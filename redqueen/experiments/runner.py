@@ -79,17 +79,7 @@ def _setting(section: Any, name: str, default: Any) -> Any:
 
 
 def _living_members(population: Any) -> list[tuple[str, Any]]:
-    living = getattr(population, "living", ())
-    if callable(living):
-        living = living()
-    if isinstance(living, Mapping):
-        living = living.values()
-    members = []
-    for item in living:
-        if isinstance(item, str):
-            item = population.get(item)
-        members.append((str(item.id), getattr(item, "genome", None)))
-    return members
+    return [(str(ind.id), getattr(ind, "genome", None)) for ind in population.living]
 
 
 def _base_model_path(env: Environment) -> str | None:
