@@ -191,10 +191,19 @@ class Zygote:
         """Move this server (and so every child) into an empty network namespace if allowed."""
         libc = ctypes.CDLL(None, use_errno=True)
         clone_newnet, clone_newuser = 0x40000000, 0x10000000
-        for flags in (clone_newnet, clone_newnet | clone_newuser):
-            if libc.unshare(flags) == 0:
-                return True
-        return False
+        if libc.unshare(clone_newnet) == 0:
+            return True
+        uid, gid = os.getuid(), os.getgid()
+        if libc.unshare(clone_newnet | clone_newuser) != 0:
+            return False
+        # Unprivileged: map our own ids one-to-one, so files keep their owner.
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as handle:
+                    handle.write(text)
+        except OSError:
+            pass
+        return True
 
     def _private_mounts(self) -> bool:
         """Enter a private mount namespace (nothing mounted here reaches the host) if allowed."""

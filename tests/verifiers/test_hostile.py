@@ -56,6 +56,8 @@ HOSTILE_FAILURES = {
     "sys_exit": "import sys\nsys.exit(0)",
     "segfault": "import ctypes\nctypes.string_at(0)",
     "kill_own_group": "import os, signal\nos.killpg(0, signal.SIGKILL)",
+    "disk_fill": "i = 0\nwhile True:\n    open(f'f{i}', 'w').write('x' * 60000)\n    i += 1",
+    "exec_binary": "import os\nos.execv('/bin/sh', ['sh', '-c', 'sleep 100'])",
 }
 
 
