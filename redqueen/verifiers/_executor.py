@@ -248,7 +248,8 @@ class Executor:
                 fresh objects land at shifted addresses. Runs with different jitter (an odd
                 difference shifts every size class by an odd number of blocks) make programs
                 whose result depends on ``id()``, ``hash()`` of objects or set order over
-                objects disagree. Default: random per pair.
+                objects disagree (:func:`~redqueen.verifiers.validate_program` relies on
+                this). Default: no shift.
 
         Raises:
             TypeError: If a pair is not two strings.
@@ -257,7 +258,7 @@ class Executor:
         """
         jobs = [_check_pair(i, pair) for i, pair in enumerate(pairs)]
         if heap_jitter is None:
-            jitters = [b % _MAX_JITTER for b in struct.unpack(f">{len(jobs)}H", os.urandom(2 * len(jobs)))]
+            jitters = [0] * len(jobs)
         else:
             jitters = [int(j) % _MAX_JITTER for j in heap_jitter]
             if len(jitters) != len(jobs):
