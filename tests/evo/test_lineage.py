@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from redqueen.evo import Individual, Lineage
 
@@ -73,3 +75,25 @@ def test_networkx_and_phylogenetic_measures():
     again = Lineage()
     again.load_state_dict(state)
     assert again.records == lin.records
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_random_phylogenies_round_trip(tmp_path, data):
+    lin = Lineage()
+    names = []
+    for step in range(data.draw(st.integers(1, 12), label="births")):
+        parents = data.draw(st.lists(st.sampled_from(names), max_size=3, unique=True), label="parents") if names else []
+        ind = Individual(f"m-{step:04d}", data.draw(st.sampled_from(["teacher", "student"])), parents=parents,
+                         operator="svd_merge" if parents else None, operator_params={"w": [0.5, 0.5]} if parents else {})
+        ind.objectives["score"] = data.draw(st.floats(-1e6, 1e6, allow_nan=False))
+        lin.record_birth(ind, step)
+        names.append(ind.id)
+        if data.draw(st.booleans(), label="kill one") and len(lin.living()) > 1:
+            lin.record_death(lin.living()[0], step)
+    path = lin.to_csv(tmp_path / "random.csv")
+    back = Lineage.from_csv(path)
+    assert [(r.name, r.parents, r.origin_time, r.destruction_time, r.role, r.operator_params) for r in back.records] == [
+        (r.name, r.parents, r.origin_time, r.destruction_time, r.role, r.operator_params) for r in lin.records]
+    assert all(p in back for r in back.records for p in r.parents)
+    assert lin.phylogenetic_diversity(names) >= len({p for r in lin.records for p in r.parents})
