@@ -7,21 +7,17 @@ stdout in the same framing. Each request runs in a fresh child forked from this 
 start-up costs a fork instead of an interpreter launch, and a crash or kill of one program
 never touches the server.
 
-The child, before the program runs: starts its own session (so the whole process group can be
-killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr for
-``/dev/null`` and closes every other descriptor except its result pipe, moves into a private
-temporary directory, sets resource limits (address space, CPU, file size, processes, core),
-drops root to ``nobody``, inherits a heap shifted by a requested number of blocks (so that
-``id()``- and ``hash()``-dependent programs differ between runs), refuses socket creation at the Python level
-and installs Landlock and seccomp at the kernel level. The program's prints go to a capped
-in-memory buffer.
+What the child does before the program runs is in ``_child.py``. The server also moves itself
+into an empty network namespace and a private mount namespace (where allowed), so every child
+inherits them, and holds a requested number of heap blocks across each fork so that the child's
+fresh objects land at shifted addresses (``id()``- and ``hash()``-dependent programs then
+differ between runs).
 
 The module uses only the standard library and imports nothing from ``redqueen``.
 """
 
 from __future__ import annotations
 
-import builtins
 import ctypes
 import gc
 import io
@@ -36,8 +32,10 @@ import sys
 import time
 
 if __package__:
+    from ._child import CappedWriter, refuse_socket, run_child
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
-else:  # run as a script: the sibling module is importable from the script's directory
+else:  # run as a script: the sibling modules are importable from the script's directory
+    from _child import CappedWriter, refuse_socket, run_child
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
 
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
@@ -47,7 +45,6 @@ PRELOAD = (
     "fractions", "functools", "heapq", "itertools", "math", "numbers", "operator", "re",
     "socket", "string", "textwrap", "typing", "unicodedata",
 )
-_PR_SET_PDEATHSIG = 1
 _PR_GET_NO_NEW_PRIVS = 39
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
@@ -55,7 +52,6 @@ _MNT_DETACH = 2
 _WORKDIR_BYTES = 16 * 2**20
 _WORKDIR_INODES = 1024
 _NOBODY = 65534
-_RESULT_FD = 3
 _JITTER_CLASSES = tuple(range(48, 513, 16))
 _MAX_JITTER = 16
 
@@ -86,44 +82,6 @@ def _recv(fd: int) -> dict | None:
     return None if body is None else json.loads(body)
 
 
-class OutputLimitExceeded(BaseException):
-    """Raised into the program when it prints more than the stdout cap."""
-
-
-class _CappedWriter:
-    """A text stream keeping at most ``limit`` characters; past that, every write raises."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.parts: list[str] = []
-        self.size = 0
-        self.overflowed = False
-        self.encoding = "utf-8"
-
-    def write(self, text: str) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        if self.size + len(text) > self.limit:
-            self.overflowed = True
-            raise OutputLimitExceeded(f"program printed more than {self.limit} characters")
-        self.parts.append(text)
-        self.size += len(text)
-        return len(text)
-
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False
-
-    def getvalue(self) -> str:
-        return "".join(self.parts)
-
-
-def _refuse_socket(*args: object, **kwargs: object) -> None:
-    raise PermissionError("network access is disabled in the sandbox")
-
-
 class Zygote:
     """The fork server's state: limits from the executor, prepared filters, held jitter blocks."""
 
@@ -142,8 +100,8 @@ class Zygote:
         self.limits: list[tuple[int, tuple[int, int]]] = []
         socket_module = sys.modules.get("socket")
         if socket_module is not None:  # children inherit the refusal
-            socket_module.socket = socket_module.socketpair = _refuse_socket
-            socket_module.create_connection = socket_module.create_server = _refuse_socket
+            socket_module.socket = socket_module.socketpair = refuse_socket
+            socket_module.create_connection = socket_module.create_server = refuse_socket
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.prctl = self.libc.prctl
         self.server_pid = os.getpid()
@@ -282,13 +240,13 @@ class Zygote:
         # Heap jitter: blocks allocated here before the fork shift the child's later allocations
         # (and cost the child nothing); the server frees them right after.
         self._jitter(int(request.get("jitter", 0)))
-        writer = _CappedWriter(self.max_stdout_chars)
+        writer = CappedWriter(self.max_stdout_chars)
         rfd, wfd = os.pipe()
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
-            self._child(wfd, request, writer)
+            run_child(self, wfd, request, writer)
         os.close(wfd)
         self._jitter(0)
         try:
@@ -368,62 +326,6 @@ class Zygote:
         return {"ok": False, "value": None, "timed_out": False,
                 "error": f"program exited (status {code}) without a result"}
 
-    def _child(self, wfd: int, request: dict, writer: _CappedWriter) -> None:
-        result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
-        try:
-            os.setsid()
-            self.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != self.server_pid:
-                os._exit(1)
-            os.dup2(wfd, _RESULT_FD)
-            for fd in (0, 1, 2):
-                os.dup2(self.devnull, fd)
-            ruleset = self.ruleset_fd
-            if ruleset >= 0:
-                os.dup2(ruleset, _RESULT_FD + 1)
-                ruleset = _RESULT_FD + 1
-            os.closerange(_RESULT_FD + 2 if ruleset >= 0 else _RESULT_FD + 1, 1 << 16)
-            os.chdir(self.workdir)
-            for kind, limits in self.limits:
-                resource.setrlimit(kind, limits)
-            if self.is_root:
-                os.setgroups([])
-                os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-                os.setresuid(_NOBODY, _NOBODY, _NOBODY)
-            if ruleset >= 0:
-                self.landlock.restrict(ruleset)
-                os.close(ruleset)
-            if self.seccomp is not None:
-                self.seccomp.install()
-            sys.stdout = sys.stderr = writer
-            result = self._execute(request["source"], request["expr"], writer)
-        except BaseException as exc:  # setup failure or program escaping the handler
-            result = {"ok": False, "value": None, "error": _describe(exc), "stdout": writer.getvalue()}
-        try:
-            data = json.dumps(result).encode()
-            while data:
-                data = data[os.write(_RESULT_FD, data):]
-        finally:
-            os._exit(0)
-
-    def _execute(self, source: str, expr: str, writer: _CappedWriter) -> dict:
-        namespace = {"__name__": "__main__", "__builtins__": builtins}
-        try:
-            exec(compile(source, "<program>", "exec"), namespace)
-            value = eval(compile(expr, "<expr>", "eval"), namespace)
-            text = repr(value)
-            if not isinstance(text, str):
-                raise TypeError("__repr__ returned a non-string")
-        except BaseException as exc:
-            return {"ok": False, "value": None, "error": _describe(exc), "stdout": writer.getvalue()}
-        if writer.overflowed:
-            return {"ok": False, "value": None, "stdout": writer.getvalue(),
-                    "error": f"program printed more than {writer.limit} characters"}
-        if len(text) > self.max_value_chars:
-            return {"ok": False, "value": None, "stdout": writer.getvalue(),
-                    "error": f"value repr longer than {self.max_value_chars} characters"}
-        return {"ok": True, "value": text, "error": None, "stdout": writer.getvalue()}
-
     def _jitter(self, blocks: int) -> None:
         """Hold ``blocks`` objects in each small size class (0 releases them)."""
         blocks = max(0, min(blocks, _MAX_JITTER))
@@ -442,11 +344,6 @@ def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
     if current != resource.RLIM_INFINITY:
         soft, hard = min(soft, current), min(hard, current)
     return soft, hard
-
-
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) <= 1000 else text[:997] + "..."
 
 
 def main() -> None:
