@@ -13,7 +13,10 @@ from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo.selection import select
-from redqueen.fitness import Objectives, RatingSystem
+from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
+
+#: Selection schemes that measure novelty against an archive of past behaviours.
+_ARCHIVED = ("novelty", "novelty_lc")
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,10 @@ class EvolutionLoop:
             members' fitness before ranking and selection. Roles without an entry use
             ``("rating",)`` (mu - 3 sigma) when every member is rated, else keep their fitness.
 
+    With ``novelty`` or ``novelty_lc`` selection and no ``archive`` in ``selection_params``, the
+    loop keeps one :class:`redqueen.fitness.NoveltyArchive` per role (in :attr:`archives` and the
+    state dict); the parents' descriptors enter it after each selection.
+
     Raises:
         UnknownNameError: If an operator name is in neither operator registry.
     """
@@ -108,6 +115,8 @@ class EvolutionLoop:
                 CROSSOVERS[name]  # raises UnknownNameError listing the crossovers
         self._pending: list[Individual] | None = None
         self._sizes: dict[str, int] = {}
+        #: Per-role archives of past behaviours for novelty selection (when none is configured).
+        self.archives: dict[str, NoveltyArchive] = {}
 
     # -- replacement -----------------------------------------------------------------------
     def replace(self, step: int, ratings: RatingSystem | None = None) -> tuple[list[Individual], list[str]]:
@@ -225,9 +234,14 @@ class EvolutionLoop:
         arity = [self._arity(op) for op in ops]
         if parents:
             self.assign_fitness(role, parents)
-        picks = select(
-            self.config.selection, parents, sum(arity), rng=self.rng, **dict(self.config.selection_params)
-        )
+        scheme = dict(self.config.selection_params)
+        archive = None
+        if self.config.selection in _ARCHIVED and "archive" not in scheme:
+            archive = self.archives.setdefault(role, NoveltyArchive(k=int(scheme.get("neighbours", 15))))
+            scheme["archive"] = archive
+        picks = select(self.config.selection, parents, sum(arity), rng=self.rng, **scheme)
+        if archive is not None:
+            archive.add(np.vstack([p.descriptor for p in parents]))
         children, offset = [], 0
         for op, a in zip(ops, arity, strict=True):
             chosen = sorted(picks[offset : offset + a])  # parents are ranked: best first
@@ -260,9 +274,17 @@ class EvolutionLoop:
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """RNG states (numpy and torch), so a resumed run draws the same choices."""
-        return {"rng": self.rng.bit_generator.state, "torch_rng": self.torch_rng.get_state()}
+        return {
+            "rng": self.rng.bit_generator.state,
+            "torch_rng": self.torch_rng.get_state(),
+            "archives": {role: archive.state_dict() for role, archive in self.archives.items()},
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.rng.bit_generator.state = state["rng"]
         self.torch_rng.set_state(state["torch_rng"])
+        self.archives = {}
+        for role, archive_state in state.get("archives", {}).items():
+            self.archives[role] = NoveltyArchive()
+            self.archives[role].load_state_dict(archive_state)

@@ -121,3 +121,18 @@ def test_replace_with_objectives_and_other_schemes(selection):
     teacher = pop.members("teacher")[0]
     assert teacher.fitness.weights == (1.0, 1.0)
     assert all(set(b.parents) <= {m.id for m in pop.living} | set(deaths) for b in births)
+
+
+def test_novelty_selection_keeps_an_archive_per_role_through_resume():
+    pop, lin, ratings = _world(3)
+    rng = np.random.default_rng(0)
+    for ind in pop.living:
+        ind.descriptor = rng.random(2)
+    cfg = ReplacementConfig(cull_fraction=0.5, selection="novelty", selection_params={"neighbours": 2},
+                            operators={"gaussian": 1.0})
+    loop = EvolutionLoop(pop, lin, cfg, 0)
+    births, _ = loop.replace(1, ratings)
+    assert set(loop.archives) == {"teacher", "student"} and len(loop.archives["teacher"]) == 2
+    again = EvolutionLoop(pop, lin, cfg, 1)
+    again.load_state_dict(loop.state_dict())
+    assert np.array_equal(again.archives["student"].descriptors, loop.archives["student"].descriptors)
