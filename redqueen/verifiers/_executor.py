@@ -145,10 +145,12 @@ class Executor:
     pre-imported; each program then runs in a fresh child forked from it, so a check costs a fork
     instead of an interpreter launch. The child is confined by resource limits (address space,
     CPU, file size, no new processes), a wall-clock timeout that kills its whole process group,
-    a private temporary working directory, an empty network namespace where permitted, Landlock
-    (writes only inside its directory) and a seccomp filter (no sockets, exec, fork, signals to
-    others), and a dropped root identity. :attr:`features` says which layers this host supports.
-    A crashed, killed or hostile program never takes the executor down.
+    a private working directory (a 16 MiB tmpfs where mounts are permitted, emptied after any run
+    that wrote to it), an empty network namespace where permitted, Landlock (writes only inside
+    its directory) and a seccomp filter (no sockets, exec, fork, signals to others, metadata
+    changes), and a dropped root identity. :attr:`features` says which layers this host
+    supports (seccomp is x86-64 only). A crashed, killed or hostile program never takes the
+    executor down, and no process it started outlives :meth:`close`.
 
     Example::
 

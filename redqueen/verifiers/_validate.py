@@ -227,8 +227,10 @@ def validate_program(
         return _reject(RejectReason.NO_INPUTS, "no inputs given")
     canonical: list[str] = []
     for i, text in enumerate(inputs):
-        if not isinstance(text, str) or len(text) > max_input_chars:
-            return _reject(RejectReason.INPUT_TOO_LARGE, f"input {i} is not a string of at most {max_input_chars} characters")
+        if not isinstance(text, str):
+            return _reject(RejectReason.INPUT_NOT_LITERAL, f"input {i} is a {type(text).__name__}, not argument source")
+        if len(text) > max_input_chars:
+            return _reject(RejectReason.INPUT_TOO_LARGE, f"input {i} has {len(text)} characters (limit {max_input_chars})")
         try:
             args, kwargs = parse_args(text)
         except LiteralParseError as exc:
