@@ -9,7 +9,9 @@ processed as one batch, so a 7B-shape adapter is a handful of batched calls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -36,7 +38,12 @@ def group_by_shape(shapes: Mapping[str, tuple[int, int]]) -> dict[tuple[int, int
 
 
 def lowrank_svd(
-    b: Tensor, a: Tensor, *, rank: int | None = None, method: str = "qr"
+    b: Tensor,
+    a: Tensor,
+    *,
+    rank: int | None = None,
+    method: str = "qr",
+    small_on_cpu: bool | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Thin SVD of ``b @ a`` without forming it, batched over leading dimensions.
 
@@ -46,6 +53,9 @@ def lowrank_svd(
         rank: Keep only the top ``rank`` triplets (default: all ``p = min(k, out, in)``).
         method: ``"qr"`` (Householder QR; the default, most accurate) or ``"gram"`` (float64
             eigen-decomposition of ``b^T b`` and ``a a^T``; mostly matrix products, fast on GPUs).
+        small_on_cpu: Run the small ``k x k`` decompositions on the CPU, split over threads,
+            when the factors live on a GPU, where batched eigen/SVD solvers of matrices larger
+            than 32 x 32 run one matrix at a time. Default: :data:`SMALL_ON_CPU_DEFAULT`.
 
     Returns:
         ``(U, S, V)`` with ``U: (..., out, q)``, ``S: (..., q)`` descending, ``V: (..., in, q)`` and
@@ -54,25 +64,105 @@ def lowrank_svd(
     Raises:
         ValueError: If the method is unknown or the inner dimensions differ.
     """
+    return lowrank_svd_many([(b, a)], rank=rank, method=method, small_on_cpu=small_on_cpu)[0]
+
+
+def lowrank_svd_many(
+    pairs: Sequence[tuple[Tensor, Tensor]],
+    *,
+    rank: int | None = None,
+    method: str = "qr",
+    small_on_cpu: bool | None = None,
+) -> list[tuple[Tensor, Tensor, Tensor]]:
+    """:func:`lowrank_svd` of several ``(b, a)`` batches of different shapes at once.
+
+    The small ``k x k`` problems of all batches are solved in one batched call (one round trip
+    when they run on the CPU), which matters when a genome has a few distinct module shapes.
+    """
     if method not in METHODS:
         raise ValueError(f"lowrank_svd: method must be one of {METHODS}, got {method!r}")
-    if b.shape[-1] != a.shape[-2]:
-        raise ValueError(
-            f"lowrank_svd: inner dimensions differ: b {tuple(b.shape)}, a {tuple(a.shape)}"
-        )
-    dtype = compute_dtype(b.dtype)
-    b, a = b.to(dtype), a.to(dtype)
-    if method == "qr":
-        qb, rb = torch.linalg.qr(b)  # (..., out, p1), (..., p1, k)
-        qa, ra = torch.linalg.qr(a.mT)  # (..., in, p2), (..., p2, k)
-        u, s, vh = torch.linalg.svd(rb @ ra.mT, full_matrices=False)
+    for b, a in pairs:
+        if b.shape[-1] != a.shape[-2]:
+            raise ValueError(
+                f"lowrank_svd: inner dimensions differ: b {tuple(b.shape)}, a {tuple(a.shape)}"
+            )
+    if small_on_cpu is None:
+        small_on_cpu = SMALL_ON_CPU_DEFAULT
+    prepared, smalls = [], []
+    for b, a in pairs:
+        dtype = compute_dtype(b.dtype)
+        b, a = b.to(dtype), a.to(dtype)
+        if method == "qr":
+            qb, rb = torch.linalg.qr(b)  # (..., out, p1), (..., p1, k)
+            qa, ra = torch.linalg.qr(a.mT)  # (..., in, p2), (..., p2, k)
+            prepared.append((qb, qa))
+            smalls.append((rb @ ra.mT,))
+        else:
+            b64, a64 = b.to(torch.float64), a.to(torch.float64)
+            prepared.append((b, a))
+            smalls.append((b64.mT @ b64, a64 @ a64.mT))
+    offload = small_on_cpu and pairs[0][0].device.type != "cpu"
+    solved = _solve_small(_core_svd if method == "qr" else _gram_core, smalls, offload)
+    out = []
+    for (left, right), (x, s, y) in zip(prepared, solved, strict=True):
         q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
-        return qb @ u[..., :q], s[..., :q], qa @ vh[..., :q, :].mT
-    pb, s, pa = _gram_core(
-        b.to(torch.float64).mT @ b.to(torch.float64), a.to(torch.float64) @ a.to(torch.float64).mT
-    )
-    q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
-    return b @ pb[..., :q].to(dtype), s[..., :q].to(dtype), a.mT @ pa[..., :q].to(dtype)
+        if method == "qr":  # U = Qb U_core, V = Qa V_core
+            out.append((left @ x[..., :q], s[..., :q], right @ y[..., :q, :].mT))
+        else:  # U = b Pb, V = a^T Pa
+            dtype = left.dtype
+            out.append(
+                (left @ x[..., :q].to(dtype), s[..., :q].to(dtype), right.mT @ y[..., :q].to(dtype))
+            )
+    return out
+
+
+def _solve_small(
+    fn: Callable[..., tuple[Tensor, ...]], inputs: list[tuple[Tensor, ...]], offload: bool
+) -> list[tuple[Tensor, ...]]:
+    """Apply ``fn`` to every batch of small matrices, concatenating batches of equal shape."""
+    results: list[tuple[Tensor, ...] | None] = [None] * len(inputs)
+    by_shape: dict[tuple, list[int]] = {}
+    for i, xs in enumerate(inputs):
+        by_shape.setdefault(tuple(tuple(x.shape[-2:]) for x in xs) + (xs[0].dtype,), []).append(i)
+    for members in by_shape.values():
+        leads = [inputs[i][0].shape[:-2] for i in members]
+        flat = [
+            torch.cat([inputs[i][j].reshape(-1, *inputs[i][j].shape[-2:]) for i in members])
+            for j in range(len(inputs[members[0]]))
+        ]
+        outs = _on_cpu(fn, *flat) if offload else fn(*flat)
+        start = 0
+        for i, lead in zip(members, leads, strict=True):
+            n = int(torch.Size(lead).numel())
+            results[i] = tuple(o[start : start + n].reshape(*lead, *o.shape[1:]) for o in outs)
+            start += n
+    return results  # type: ignore[return-value]
+
+
+#: Default of ``small_on_cpu`` in :func:`lowrank_svd` (only matters for factors on a GPU).
+SMALL_ON_CPU_DEFAULT = False
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _on_cpu(fn: Callable[..., tuple[Tensor, ...]], *xs: Tensor) -> tuple[Tensor, ...]:
+    """Apply a batched small-matrix ``fn`` on the CPU, chunks in parallel threads, results back."""
+    global _POOL
+    device, lead = xs[0].device, xs[0].shape[:-2]
+    flat = [x.reshape(-1, *x.shape[-2:]).to("cpu") for x in xs]
+    workers = max(1, min(os.cpu_count() or 1, 16, flat[0].shape[0]))
+    if workers == 1:
+        parts = [fn(*flat)]
+    else:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=16)
+        chunks = list(zip(*(x.chunk(workers) for x in flat), strict=True))
+        parts = list(_POOL.map(lambda args: fn(*args), chunks))  # torch releases the GIL
+    outs = (torch.cat(pieces) for pieces in zip(*parts, strict=True))
+    return tuple(o.reshape(*lead, *o.shape[1:]).to(device) for o in outs)
+
+
+def _core_svd(core: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    return tuple(torch.linalg.svd(core, full_matrices=False))
 
 
 def _gram_core(gb: Tensor, ga: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -132,6 +222,7 @@ def weighted_svd(
     rank: int | None = None,
     alpha: float | None = None,
     method: str = "qr",
+    small_on_cpu: bool | None = None,
 ) -> LoRAGenome:
     """Rank-``r`` truncated SVD of ``sum_i w_i dW_i``, per module, without forming any ``dW``.
 
@@ -144,6 +235,7 @@ def weighted_svd(
         rank: Rank of the result (default: the first genome's).
         alpha: Alpha of the result (default: the first genome's), so ``dW`` is matched exactly.
         method: See :func:`lowrank_svd`.
+        small_on_cpu: See :func:`lowrank_svd`.
 
     Raises:
         GenomeMismatchError: If the genomes differ in modules, shapes or base model.
@@ -154,16 +246,19 @@ def weighted_svd(
     rank = first.rank if rank is None else int(rank)
     alpha = first.alpha if alpha is None else float(alpha)
     dtype, device = first.dtype, first.device
-    factors: dict[str, tuple[Tensor, Tensor]] = {}
-    for names in group_by_shape(first.shapes).values():
+    groups = list(group_by_shape(first.shapes).values())
+    pairs = []
+    for names in groups:
         bs, as_ = [], []
         for g, w in zip(genomes, ws, strict=True):
             cd = compute_dtype(g.dtype)
-            bs.append(
-                torch.stack([g.factors(n)[1] for n in names]).to(device, cd) * (w * g.scaling)
-            )
+            b = torch.stack([g.factors(n)[1] for n in names]).to(device, cd)
+            bs.append(b * (w * g.scaling))
             as_.append(torch.stack([g.factors(n)[0] for n in names]).to(device, cd))
-        u, s, v = lowrank_svd(torch.cat(bs, -1), torch.cat(as_, -2), rank=rank, method=method)
+        pairs.append((torch.cat(bs, -1), torch.cat(as_, -2)))
+    solved = lowrank_svd_many(pairs, rank=rank, method=method, small_on_cpu=small_on_cpu)
+    factors: dict[str, tuple[Tensor, Tensor]] = {}
+    for names, (u, s, v) in zip(groups, solved, strict=True):
         a, b = split_factors(u, s, v, rank=rank, scaling=alpha / rank, dtype=dtype)
         factors.update({n: (a[i], b[i]) for i, n in enumerate(names)})
     return LoRAGenome(

@@ -173,3 +173,40 @@ def test_algebra_rejects_mismatched_genomes():
             call()
     with pytest.raises(ValueError, match="2 weights for 1"):
         weighted_svd([a], [0.5, 0.5])
+
+
+def test_many_batches_at_once_equal_one_at_a_time_and_threaded_host_solves():
+    from redqueen.genomes import lowrank_svd_many
+    from redqueen.genomes._algebra import _core_svd, _on_cpu
+
+    rng = torch.Generator().manual_seed(2)
+    pairs = [
+        (torch.randn(3, 9, 4, generator=rng), torch.randn(3, 4, 7, generator=rng)),
+        (torch.randn(2, 2, 4, generator=rng), torch.randn(2, 4, 7, generator=rng)),
+        (torch.randn(5, 9, 4, generator=rng), torch.randn(5, 4, 7, generator=rng)),
+    ]
+    for method in ("qr", "gram"):
+        together = lowrank_svd_many(pairs, rank=3, method=method)
+        for (b, a), (u, s, v) in zip(pairs, together, strict=True):
+            u1, s1, v1 = lowrank_svd(b, a, rank=3, method=method)
+            torch.testing.assert_close(
+                (u * s.unsqueeze(-2)) @ v.mT, (u1 * s1.unsqueeze(-2)) @ v1.mT
+            )
+    cores = torch.randn(2, 9, 6, 6, generator=rng, dtype=torch.float64)
+    for got, want in zip(_on_cpu(_core_svd, cores), _core_svd(cores), strict=True):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("method", ["qr", "gram"])
+@pytest.mark.parametrize("small_on_cpu", [False, True])
+def test_weighted_svd_on_cuda_matches_cpu(method, small_on_cpu):
+    shapes = {"a": (48, 40), "b": (48, 40), "c": (16, 40)}
+    genomes = random_genomes(4, shapes, [6, 6], [12.0, 12.0])
+    on_cpu = weighted_svd(genomes, [0.4, 0.6], method=method)
+    on_gpu = weighted_svd(
+        [g.to("cuda") for g in genomes], [0.4, 0.6], method=method, small_on_cpu=small_on_cpu
+    )
+    assert on_gpu.device.type == "cuda"
+    for name in shapes:
+        torch.testing.assert_close(on_gpu.delta_weight(name).cpu(), on_cpu.delta_weight(name))
