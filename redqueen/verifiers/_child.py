@@ -101,7 +101,13 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
     except BaseException as exc:  # setup failure or program escaping the handler
         result = {"ok": False, "value": None, "error": describe(exc), "stdout": writer.getvalue()}
     try:
-        data = json.dumps(result).encode()
+        try:
+            data = json.dumps(result, ensure_ascii=False).encode()
+        except UnicodeEncodeError:  # lone surrogates: escape them
+            data = json.dumps(result).encode()
+        if len(data) > server.pipe_capacity:  # the server reads only after the exit
+            data = json.dumps({"ok": False, "value": None, "stdout": "",
+                               "error": "result too large for the result pipe"}).encode()
         while data:
             data = data[os.write(RESULT_FD, data):]
     finally:

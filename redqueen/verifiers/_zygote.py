@@ -19,17 +19,16 @@ The module uses only the standard library and imports nothing from ``redqueen``.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import gc
 import io
 import json
 import os
 import resource
-import select
 import shutil
 import signal
 import struct
 import sys
-import time
 
 if __package__:
     from ._child import CappedWriter, refuse_socket, run_child
@@ -49,6 +48,8 @@ _PR_GET_NO_NEW_PRIVS = 39
 _CLONE_NEWNS = 0x00020000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 _MNT_DETACH = 2
+_F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
+_PIPE_CAPACITY = 1 << 20
 _WORKDIR_BYTES = 16 * 2**20
 _WORKDIR_INODES = 1024
 _NOBODY = 65534
@@ -98,6 +99,10 @@ class Zygote:
         self.seccomp = Seccomp(program) if program is not None else None
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.limits: list[tuple[int, tuple[int, int]]] = []
+        self.limits_timeout = -1.0
+        self.pipe_capacity = _PIPE_CAPACITY
+        self.waiting = False
+        signal.signal(signal.SIGALRM, self._on_alarm)
         socket_module = sys.modules.get("socket")
         if socket_module is not None:  # children inherit the refusal
             socket_module.socket = socket_module.socketpair = refuse_socket
@@ -229,80 +234,80 @@ class Zygote:
         timeout = float(request["timeout"])
         if not os.path.isdir(self.workdir):  # removed behind our back (e.g. a tmp cleaner)
             self._fresh_workdir()
-        cpu = int(timeout) + 1
-        self.limits = [
-            (resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu, cpu + 1)),
-            (resource.RLIMIT_FSIZE, _capped(resource.RLIMIT_FSIZE, self.max_stdout_chars, self.max_stdout_chars)),
-            (resource.RLIMIT_CORE, (0, 0)),
-            (resource.RLIMIT_NPROC, (0, 0)),
-            (resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, self.address_space, self.address_space)),
-        ]
+        if timeout != self.limits_timeout:
+            cpu = int(timeout) + 1
+            fsize = self.max_stdout_chars
+            self.limits = [
+                (resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu, cpu + 1)),
+                (resource.RLIMIT_FSIZE, _capped(resource.RLIMIT_FSIZE, fsize, fsize)),
+                (resource.RLIMIT_CORE, (0, 0)),
+                (resource.RLIMIT_NPROC, (0, 0)),
+                (resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, self.address_space, self.address_space)),
+            ]
+            self.limits_timeout = timeout
         # Heap jitter: blocks allocated here before the fork shift the child's later allocations
-        # (and cost the child nothing); the server frees them right after.
+        # (and cost the child nothing); the server frees them once the child is gone.
         self._jitter(int(request.get("jitter", 0)))
         writer = CappedWriter(self.max_stdout_chars)
         rfd, wfd = os.pipe()
-        start = time.monotonic()
+        try:
+            self.pipe_capacity = fcntl.fcntl(wfd, _F_SETPIPE_SZ, _PIPE_CAPACITY)
+        except OSError:
+            self.pipe_capacity = fcntl.fcntl(wfd, _F_GETPIPE_SZ)
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
             run_child(self, wfd, request, writer)
         os.close(wfd)
-        self._jitter(0)
         try:
-            return self._collect(pid, rfd, start + timeout)
+            return self._collect(pid, rfd, timeout)
         finally:
             os.close(rfd)
+            self._jitter(0)
             if os.listdir(self.workdir):
                 self._fresh_workdir()
 
-    def _collect(self, pid: int, rfd: int, deadline: float) -> dict:
-        """Read the child's result until it exits, the deadline passes or it says too much."""
-        pidfd = os.pidfd_open(pid) if hasattr(os, "pidfd_open") else None
-        chunks: list[bytes] = []
-        size, limit = 0, 6 * (self.max_value_chars + self.max_stdout_chars) + 4096
+    def _collect(self, pid: int, rfd: int, timeout: float) -> dict:
+        """Wait for the child (killing its group at the deadline), then read its result.
+
+        While the child lives this process blocks in one ``waitpid``: every page it wrote now
+        would be copied, since the child still shares it. A SIGALRM ends the wait at the
+        deadline; the child's result fits in the pipe, so it never waits for a reader.
+        """
         status: int | None = None
-        eof = timed_out = overflow = False
+        self.waiting = True
+        signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
-            while not eof or status is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    timed_out = True
-                    break
-                if status is None and (pidfd is None or eof):
-                    # No pidfd, or the pipe is done: poll for the exit.
-                    waited, code = os.waitpid(pid, os.WNOHANG)
-                    if waited == pid:
-                        status = code
-                        continue
-                watch = [] if eof else [rfd]
-                if pidfd is not None and status is None:
-                    watch.append(pidfd)
-                ready, _, _ = select.select(watch, [], [], min(remaining, 0.005) if pidfd is None else remaining)
-                if rfd in ready:
-                    chunk = os.read(rfd, 65536)
-                    eof = not chunk
-                    size += len(chunk)
-                    if size > limit:
-                        overflow = True
-                        break
-                    chunks.append(chunk)
-                if pidfd is not None and pidfd in ready:
-                    status = os.waitpid(pid, 0)[1]
+            status = os.waitpid(pid, 0)[1]
+            self.waiting = False
+        except _Deadline:
+            pass
         finally:
-            if pidfd is not None:
-                os.close(pidfd)
-            try:  # the whole group: anything the program managed to start dies with it
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            if status is None:
+            self.waiting = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        timed_out = status is None
+        try:  # the whole group: anything the program managed to start dies with it
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if status is None:
+            try:
                 status = os.waitpid(pid, 0)[1]
+            except ChildProcessError:  # reaped just as the alarm fired
+                status = 0
         if timed_out:
             return {"ok": False, "value": None, "error": "timed out", "timed_out": True}
-        if overflow:
-            return {"ok": False, "value": None, "error": "result too large", "timed_out": False}
+        chunks = []
+        while True:
+            chunk = os.read(rfd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
         return self._interpret(b"".join(chunks), status)
+
+    def _on_alarm(self, signum: int, frame: object) -> None:
+        if self.waiting:
+            raise _Deadline
 
     @staticmethod
     def _interpret(data: bytes, status: int) -> dict:
@@ -336,6 +341,10 @@ class Zygote:
         held = [[object() for _ in span], [float(i) + 0.5 for i in span]]
         held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
         self.held = held
+
+
+class _Deadline(Exception):
+    """Raised by the SIGALRM handler to end the wait for a child at its deadline."""
 
 
 def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
