@@ -231,22 +231,17 @@ class AdapterHost:
     def route_rows(self, adapter_ids: Sequence[str | None]) -> Iterator[nn.Module]:
         """Run the model with one adapter per batch row (``None``: base model); yields the model.
 
+        The factors are gathered and cast once on entry, so this is for inference over a batch
+        whose rows keep their adapters (generation); it is not differentiable.
+
         Raises:
             KeyError: If an id is not held by the host.
         """
-        distinct = {a for a in adapter_ids if a is not None}
-        for adapter_id in distinct:
+        for adapter_id in {a for a in adapter_ids if a is not None}:
             self._check(adapter_id)
-        if len(distinct) == 1 and None not in adapter_ids:
-            with self.use_adapter(next(iter(distinct))) as model:
-                yield model
-            return
         try:
             for layer in self._layers.values():
-                if distinct:
-                    layer.route_rows(adapter_ids, self.dtype)
-                else:
-                    layer.route_none()
+                layer.route_rows(adapter_ids, self.dtype)
             yield self.model
         finally:
             for layer in self._layers.values():

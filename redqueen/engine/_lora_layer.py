@@ -6,10 +6,11 @@ in one of three modes, chosen by the host before the forward:
 
 * no adapter: ``y = W x`` (the base layer alone, no extra work);
 * one adapter for every row: ``y = W x + s * B (A x)``, differentiable, used by the learner;
-* one adapter *per row* (a mixed batch): ``y = W x + B[idx] (A[idx] x)`` with the factors
-  gathered per row once per batch and applied with two batched matrix products (``bmm``), the
-  gather-then-batched-matmul scheme of punica and S-LoRA. Rows without an adapter get zero
-  factors, so they see the base model alone.
+* inference on a batch: ``y = W x + B[idx] (A[idx] x)`` with the factors gathered per row once
+  per batch (scaling folded in, cast to the model dtype) and applied with two batched matrix
+  products (``bmm``, ``baddbmm``), the gather-then-batched-matmul scheme of punica and S-LoRA.
+  Rows without an adapter get zero factors, so they see the base model alone; a batch with a
+  single adapter shares one pair of factors (two plain products).
 """
 
 from __future__ import annotations
@@ -23,26 +24,30 @@ from torch.nn import functional as F
 __all__ = ["MultiLoRALinear", "inject_multilora", "iter_multilora"]
 
 
-class MultiLoRALinear(nn.Module):
+class MultiLoRALinear(nn.Linear):
     """A frozen ``nn.Linear`` plus the LoRA factors of many adapters.
 
-    The adapter factors are plain tensors, not registered parameters, so the base model's
-    ``state_dict`` and ``parameters()`` stay exactly those of the base model; the host hands the
-    factors of one adapter to the learner explicitly.
+    It takes over the original layer's weight and bias parameters (no copy) and replaces it in
+    the model, so parameter names and the model's ``state_dict`` stay exactly those of the base
+    model, and a forward costs one module call, as before, plus the adapter products. The
+    adapter factors are plain tensors, not registered parameters; the host hands the factors of
+    one adapter to the learner explicitly.
 
     Args:
-        base: The wrapped linear layer (its weights are frozen).
+        base: The linear layer to take over (its weights stay frozen).
     """
 
     def __init__(self, base: nn.Linear) -> None:
-        super().__init__()
-        self.base = base
+        nn.Module.__init__(self)
         self.in_features = base.in_features
         self.out_features = base.out_features
+        self.weight = base.weight
+        self.bias = base.bias
         #: adapter id -> (A (r, in), B (out, r), scaling)
         self.adapters: dict[str, tuple[Tensor, Tensor, float]] = {}
         self._single: str | None = None
         self._rows: tuple[Tensor, Tensor] | None = None
+        self._shared: tuple[Tensor, Tensor] | None = None
 
     # -- adapter storage -------------------------------------------------------------------
 
@@ -71,46 +76,63 @@ class MultiLoRALinear(nn.Module):
 
     def route_none(self) -> None:
         """Run the base layer alone."""
-        self._single, self._rows = None, None
+        self._single, self._rows, self._shared = None, None, None
 
     def route_single(self, adapter_id: str) -> None:
-        """Apply one adapter to every row (differentiable in its factors)."""
+        """Apply one adapter to every row, differentiable in its factors (the training path)."""
+        self.route_none()
         self._single = adapter_id if adapter_id in self.adapters else None
-        self._rows = None
 
     def route_rows(self, adapter_ids: Sequence[str | None], dtype: torch.dtype) -> None:
-        """Gather per-row factors for a mixed batch (once per batch, reused at every step).
+        """Prepare factors for one batch, once, to be reused at every decoding step.
 
-        Adapters of lower rank are zero-padded to the largest rank in the batch; the scaling is
-        folded into ``B`` so that the forward is two batched products.
+        If every row uses the same adapter the factors are shared (two plain matrix products
+        per forward); otherwise they are gathered per row (two batched products). Adapters of
+        lower rank are zero-padded to the largest rank in the batch, rows without an adapter
+        get zero factors, and the scaling is folded into ``B``. Not differentiable: this is the
+        inference path.
         """
-        used = [a for a in dict.fromkeys(adapter_ids) if a is not None and a in self.adapters]
         self._single = None
+        used = [a for a in dict.fromkeys(adapter_ids) if a is not None and a in self.adapters]
         if not used:
-            self._rows = None
+            self._rows, self._shared = None, None
             return
-        rank = max(self.adapters[a][0].shape[0] for a in used)
-        device = self.base.weight.device
-        # Slot 0 holds zeros for rows without an adapter (or whose adapter skips this layer).
-        a_stack = torch.zeros(len(used) + 1, rank, self.in_features, device=device, dtype=dtype)
-        b_stack = torch.zeros(len(used) + 1, self.out_features, rank, device=device, dtype=dtype)
         with torch.no_grad():
+            if len(used) == 1 and all(a == used[0] for a in adapter_ids):
+                a, b, scaling = self.adapters[used[0]]
+                # (in, r) and (r, out): transposed once here so the forward does no copies.
+                self._shared = (
+                    a.to(dtype).t().contiguous(),
+                    (b * scaling).to(dtype).t().contiguous(),
+                )
+                self._rows = None
+                return
+            rank = max(self.adapters[a][0].shape[0] for a in used)
+            device = self.weight.device
+            # Slot 0 holds zeros for rows without an adapter (or whose adapter skips this layer).
+            a_stack = torch.zeros(len(used) + 1, rank, self.in_features, device=device, dtype=dtype)
+            b_stack = torch.zeros(
+                len(used) + 1, self.out_features, rank, device=device, dtype=dtype
+            )
             for slot, adapter_id in enumerate(used, start=1):
                 a, b, scaling = self.adapters[adapter_id]
                 r = a.shape[0]
                 a_stack[slot, :r] = a.to(dtype)
                 b_stack[slot, :, :r] = (b * scaling).to(dtype)
-        slot_of = {adapter_id: slot for slot, adapter_id in enumerate(used, start=1)}
-        index = torch.tensor([slot_of.get(a, 0) for a in adapter_ids], device=device)  # type: ignore[arg-type]
-        # (batch, in, r) and (batch, r, out): transposed once here so the forward does no copies.
-        a_rows = a_stack.index_select(0, index).transpose(1, 2).contiguous()
-        b_rows = b_stack.index_select(0, index).transpose(1, 2).contiguous()
-        self._rows = (a_rows, b_rows)
+            slot_of = {adapter_id: slot for slot, adapter_id in enumerate(used, start=1)}
+            index = torch.tensor([slot_of.get(a, 0) for a in adapter_ids], device=device)  # type: ignore[arg-type]
+            # (batch, in, r) and (batch, r, out)
+            a_rows = a_stack.index_select(0, index).transpose(1, 2).contiguous()
+            b_rows = b_stack.index_select(0, index).transpose(1, 2).contiguous()
+        self._rows, self._shared = (a_rows, b_rows), None
 
     # -- forward ---------------------------------------------------------------------------
 
     def forward(self, x: Tensor) -> Tensor:
-        out = self.base(x)
+        out = F.linear(x, self.weight, self.bias)
+        if self._shared is not None:
+            a_t, b_t = self._shared
+            return out.add_((x @ a_t) @ b_t)
         if self._rows is not None:
             a_rows, b_rows = self._rows
             squeeze = x.dim() == 2
@@ -120,9 +142,8 @@ class MultiLoRALinear(nn.Module):
                 raise ValueError(
                     f"mixed-adapter batch has {a_rows.shape[0]} rows but the layer got {x.shape[0]}"
                 )
-            h = torch.bmm(x.to(a_rows.dtype), a_rows)  # (batch, seq, r)
-            y = torch.baddbmm(out.to(b_rows.dtype), h, b_rows)  # (batch, seq, out)
-            y = y.to(out.dtype)
+            h = torch.bmm(x, a_rows)  # (batch, seq, r)
+            y = torch.baddbmm(out, h, b_rows)  # (batch, seq, out)
             return y.squeeze(1) if squeeze else y
         if self._single is not None:
             a, b, scaling = self.adapters[self._single]
