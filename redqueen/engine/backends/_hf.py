@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from redqueen.engine.backends._base import BACKENDS
 if TYPE_CHECKING:
     from redqueen.engine._host import AdapterHost
 
-__all__ = ["HFBackend"]
+__all__ = ["HFBackend", "row_seeds"]
 
 # Extra tokens decoded around a stop string: a token may decode to less than one character.
 _STOP_MARGIN = 4
@@ -54,16 +55,23 @@ class HFBackend:
     ) -> list[Generation]:
         """Sample one completion per row (see :class:`~redqueen.engine.backends.GenerationBackend`)."""
         seed = params[0].seed if params else None
-        generator = None
+        # One stream per row, so that a row's sample does not depend on the rows beside it
+        # (sharded and single-process runs draw the same tokens).
+        streams = None
         if seed is not None:
-            generator = torch.Generator(device=self.host.device).manual_seed(seed)
+            streams = [
+                torch.Generator().manual_seed(s) for s in row_seeds(seed, prompt_ids, adapter_ids)
+            ]
         size = self.host.max_batch_size
         out: list[Generation] = []
         for start in range(0, len(prompt_ids), size):
             stop = start + size
             out.extend(
                 self._generate_batch(
-                    prompt_ids[start:stop], adapter_ids[start:stop], params[start:stop], generator
+                    prompt_ids[start:stop],
+                    adapter_ids[start:stop],
+                    params[start:stop],
+                    None if streams is None else streams[start:stop],
                 )
             )
         return out
@@ -82,7 +90,7 @@ class HFBackend:
         prompt_ids: Sequence[Sequence[int]],
         adapter_ids: Sequence[str | None],
         params: Sequence[SamplingParams],
-        generator: torch.Generator | None,
+        streams: Sequence[torch.Generator] | None,
     ) -> list[Generation]:
         host, device = self.host, self.host.device
         batch = len(prompt_ids)
@@ -99,7 +107,7 @@ class HFBackend:
 
         budgets_list = [p.max_new_tokens for p in params]
         budgets = torch.tensor(budgets_list, device=device)
-        sampler = _Sampler(params, device, generator)
+        sampler = _Sampler(params, device, streams)
         stops = [p.stop for p in params]
         watch_stops = any(stops)
         eos = torch.tensor(sorted(host.eos_token_ids) or [-1], device=device)
@@ -189,6 +197,29 @@ class HFBackend:
                 stop_hit[row] = True
 
 
+def row_seeds(
+    seed: int, prompt_ids: Sequence[Sequence[int]], adapter_ids: Sequence[str | None]
+) -> list[int]:
+    """A seed per row from the call seed, the row's adapter, prompt and repeat index.
+
+    The key names the row by what it is, not by where it sits: the k-th row with a given
+    (adapter, prompt) gets the same seed however the rows are split across batches or workers
+    (a split that keeps each adapter's rows in order), so every backend and worker layout
+    samples the same tokens for it.
+    """
+    seen: dict[tuple[str, tuple[int, ...]], int] = {}
+    seeds = []
+    for ids, adapter in zip(prompt_ids, adapter_ids, strict=True):
+        key = ("" if adapter is None else adapter, tuple(int(i) for i in ids))
+        repeat = seen.get(key, 0)
+        seen[key] = repeat + 1
+        digest = hashlib.blake2b(
+            repr((int(seed), key[0], repeat, key[1])).encode(), digest_size=8
+        ).digest()
+        seeds.append(int.from_bytes(digest, "little") >> 1)
+    return seeds
+
+
 def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
     cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
     return text if cut < 0 else text[:cut]
@@ -201,9 +232,10 @@ class _Sampler:
         self,
         params: Sequence[SamplingParams],
         device: torch.device,
-        generator: torch.Generator | None,
+        streams: Sequence[torch.Generator] | None,
     ):
-        self.generator = generator
+        self.streams = streams
+        self.device = device
         self.all_greedy = all(p.greedy for p in params)
         self.any_greedy = any(p.greedy for p in params)
         self.greedy = torch.tensor([p.greedy for p in params], device=device)
@@ -224,7 +256,15 @@ class _Sampler:
             drop = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= self.top_p
             sorted_probs = sorted_probs.masked_fill(drop, 0.0)
             probs = torch.zeros_like(probs).scatter_(1, order, sorted_probs)
-        sampled = torch.multinomial(probs, 1, generator=self.generator)[:, 0]
+        if self.streams is None:
+            sampled = torch.multinomial(probs, 1)[:, 0]
+        else:
+            # Inverse CDF with one uniform per row from the row's own stream.
+            u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in self.streams])
+            cdf = probs.cumsum(dim=-1)  # (batch, vocab)
+            target = u.to(self.device, cdf.dtype)[:, None] * cdf[:, -1:]
+            sampled = torch.searchsorted(cdf, target, right=True)[:, 0]
+            sampled = sampled.clamp_(max=probs.shape[-1] - 1)
         if self.any_greedy:
             sampled = torch.where(self.greedy, logits.argmax(dim=-1), sampled)
         return sampled
