@@ -191,6 +191,7 @@ class Zygote:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
         self.workdir = os.path.join(self.temp_root, f"run-{os.urandom(8).hex()}")
+        os.makedirs(self.temp_root, mode=0o700, exist_ok=True)
         os.mkdir(self.workdir, 0o700)
         if self.tmpfs:
             options = f"size={_WORKDIR_BYTES},nr_inodes={_WORKDIR_INODES},mode=0700"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import psutil
 import pytest
@@ -147,3 +149,21 @@ def test_features_report_the_isolation_layers(executor):
     features = executor.features
     assert features["fork_server"] and features["rlimits"] and features["socket_refused"]
     assert set(features) >= {"seccomp", "landlock", "network_namespace", "drop_root"}
+
+
+def test_concurrent_callers_get_their_own_results(executor):
+    def work(k: int) -> list[str | None]:
+        results = executor.execute_many([("def f(x):\n    return x * 3", f"f({k * 100 + i})") for i in range(10)])
+        return [r.value for r in results]
+
+    with ThreadPoolExecutor(4) as pool:
+        outputs = list(pool.map(work, range(4)))
+    assert outputs == [[repr((k * 100 + i) * 3) for i in range(10)] for k in range(4)]
+
+
+def test_survives_its_temporary_directory_being_removed():
+    with Executor(workers=1, timeout=1.0) as ex:
+        workdir = ast.literal_eval(ex.execute("import os", "os.getcwd()").value)
+        shutil.rmtree(os.path.dirname(workdir))  # as a tmp cleaner would
+        result = ex.execute("with open('x', 'w') as fh:\n    fh.write('1')", "1")
+        assert result.ok, result.error
