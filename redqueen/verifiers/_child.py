@@ -87,7 +87,7 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
         os.chdir(server.workdir)
         for kind, limits in server.limits:
             resource.setrlimit(kind, limits)
-        if server.is_root:
+        if server.drop_root:
             os.setgroups([])
             os.setresgid(_NOBODY, _NOBODY, _NOBODY)
             os.setresuid(_NOBODY, _NOBODY, _NOBODY)

@@ -125,21 +125,27 @@ class Zygote:
             "network_namespace": self.netns,
             "landlock": self.landlock is not None and self._probe(self._probe_landlock),
             "seccomp": self.seccomp is not None and self._probe(self.seccomp.install),
-            "drop_root": self.is_root,
+            "drop_root": self.is_root and self._probe(_drop_root),
             "workdir_tmpfs": self.tmpfs,
             "socket_refused": True,
             "rlimits": True,
         }
-        if not self.features["landlock"]:
-            self.landlock = None
-            if self.ruleset_fd >= 0:
-                os.close(self.ruleset_fd)
-                self.ruleset_fd = -1
-            if self.seccomp is not None:  # seccomp must refuse writes itself now
-                self.seccomp = Seccomp(build_filter(allow_fs_writes=False))
+        self.drop_root = self.features["drop_root"]
         if not self.features["seccomp"]:
             self.seccomp = None
+        if not self.features["landlock"]:
+            self._disable_landlock()
         self._warm_up()
+
+    def _disable_landlock(self) -> None:
+        """Fall back to seccomp refusing every filesystem write (none inside the work dir either)."""
+        self.landlock = None
+        if self.ruleset_fd >= 0:
+            os.close(self.ruleset_fd)
+            self.ruleset_fd = -1
+        if self.seccomp is not None:
+            self.seccomp = Seccomp(build_filter(allow_fs_writes=False))
+            self.seccomp.warm_up()
 
     def _warm_up(self) -> None:
         """Call each foreign function once here, so children do not pay its first-call cost."""
@@ -204,7 +210,7 @@ class Zygote:
             try:
                 self.ruleset_fd = self.landlock.prepare(self.workdir)
             except OSError:
-                self.landlock = None
+                self._disable_landlock()
 
     @staticmethod
     def _probe(install) -> bool:
@@ -342,6 +348,12 @@ class Zygote:
         held = [[object() for _ in span], [float(i) + 0.5 for i in span]]
         held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
         self.held = held
+
+
+def _drop_root() -> None:
+    os.setgroups([])
+    os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+    os.setresuid(_NOBODY, _NOBODY, _NOBODY)
 
 
 class _Deadline(Exception):
