@@ -1,0 +1,76 @@
+"""The kernel layers on their own: the seccomp filter and Landlock, each in a throwaway child."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+
+import pytest
+
+from redqueen.verifiers._seccomp import Landlock, Seccomp, build_filter, landlock_abi
+
+
+def _in_child(body) -> int:
+    """Run ``body()`` in a forked child; return its exit code (0: every expectation held)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(body())
+        except BaseException:
+            os._exit(99)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _refused(action) -> bool:
+    try:
+        action()
+    except PermissionError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
+def test_seccomp_without_landlock_refuses_writes_sockets_and_processes(tmp_path):
+    existing = tmp_path / "existing.txt"
+    existing.write_text("data")
+    program = build_filter(allow_fs_writes=False)
+    assert program is not None and len(program) % 8 == 0
+
+    def body() -> int:
+        Seccomp(program).install()
+        checks = [
+            _refused(lambda: open(tmp_path / "new.txt", "w")),
+            _refused(lambda: open(existing, "a")),
+            _refused(lambda: os.unlink(existing)),
+            _refused(lambda: os.mkdir(tmp_path / "d")),
+            _refused(lambda: os.chmod(existing, 0o600)),
+            _refused(lambda: socket.socket()),
+            _refused(os.fork),
+            _refused(lambda: os.kill(os.getppid(), 0)),
+            open(existing).read() == "data",  # reading is untouched
+        ]
+        return 0 if all(checks) else 1 + checks.index(False)
+
+    assert _in_child(body) == 0
+    assert existing.read_text() == "data" and sorted(p.name for p in tmp_path.iterdir()) == ["existing.txt"]
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="Landlock is not available on this kernel")
+def test_landlock_confines_writes_to_one_directory(tmp_path):
+    inside, outside = tmp_path / "inside", tmp_path / "outside"
+    inside.mkdir()
+    outside.mkdir()
+    landlock = Landlock(landlock_abi())
+
+    def body() -> int:
+        landlock.restrict(landlock.prepare(str(inside)))
+        (inside / "ok.txt").write_text("fine")
+        try:
+            (outside / "no.txt").write_text("escaped")
+        except PermissionError:
+            return 0
+        return 1
+
+    assert _in_child(body) == 0
+    assert (inside / "ok.txt").read_text() == "fine" and not (outside / "no.txt").exists()
