@@ -1,0 +1,311 @@
+"""Rollout throughput: mixed-adapter batches against the base model and PEFT's mixed batch.
+
+Measures generated tokens per second, all in one run on one device, for:
+
+- ``no_adapter``: the host decoding with the base model alone (the anchor for the ratios; one
+  untimed full-length run of it comes first, so that no variant pays first-run allocations);
+- ``one_adapter``: every row with the same adapter;
+- ``mixed_8``: 8 adapters in one mixed batch (rows round-robin over adapters);
+- ``sequential_8``: the same 8 adapters one after another, one batch each (rows split evenly);
+- ``peft_mixed_8``: PEFT's mixed batch (``PeftModel.generate(adapter_names=...)``), the target's
+  anchor, over the same adapters;
+- ``hf_generate_no_adapter``: ``model.generate`` on the plain base model, for reference.
+
+Every variant samples at temperature 1 with end-of-sequence disabled, so all decode exactly
+``new_tokens`` tokens per row from the same prompts. On a GPU the model is a Qwen2.5-0.5B-shaped
+``Qwen2Config`` with random bf16 weights; on CPU it is tiny-coder (or its shape, if the shipped
+weights are missing). Writes ``benchmarks/results/rollout_<device>.json``.
+
+Usage::
+
+    python benchmarks/rollout.py                 # cuda if available, else cpu
+    python benchmarks/rollout.py --device cpu --batch 16 --new-tokens 32
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import transformers
+from tokenizers import Tokenizer, models
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LlamaConfig,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from redqueen.engine import DEFAULT_TARGET_MODULES, AdapterHost, Generation, SamplingParams
+from redqueen.genomes import LoRAGenome
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def qwen_05b_shape() -> Qwen2Config:
+    """Qwen2.5-0.5B's architecture (random weights are enough for throughput)."""
+    return Qwen2Config(
+        vocab_size=151936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        bos_token_id=151643,
+        eos_token_id=151643,
+        pad_token_id=151643,
+    )
+
+
+def numbered_tokenizer(vocab_size: int, pad_id: int) -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over ``t0 .. t<vocab-1>`` (decoding only needs the ids to exist)."""
+    vocab = {f"t{i}": i for i in range(vocab_size)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="t0"))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=f"t{pad_id}", unk_token="t0")
+
+
+def build_model(device: torch.device) -> tuple[torch.nn.Module, object, str]:
+    if device.type == "cuda":
+        config = qwen_05b_shape()
+        torch.manual_seed(0)
+        with torch.device(device):
+            model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+        return (
+            model,
+            numbered_tokenizer(config.vocab_size, config.pad_token_id),
+            "qwen2.5-0.5b-shape (random, bf16)",
+        )
+    try:
+        from redqueen.assets import tiny_coder_path
+
+        path = tiny_coder_path()
+        model = AutoModelForCausalLM.from_pretrained(path)
+        return model, AutoTokenizer.from_pretrained(path), "tiny-coder"
+    except (ImportError, FileNotFoundError):
+        config = LlamaConfig(
+            vocab_size=2048,
+            hidden_size=192,
+            intermediate_size=512,
+            num_hidden_layers=6,
+            num_attention_heads=6,
+            num_key_value_heads=6,
+            tie_word_embeddings=True,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        )
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config)
+        return model, numbered_tokenizer(config.vocab_size, 0), "tiny-coder-shape (random, fp32)"
+
+
+def timed(device: torch.device, fn: Callable[[], int]) -> tuple[int, float]:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    tokens = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return tokens, time.perf_counter() - start
+
+
+def count(generations: list[Generation]) -> int:
+    return sum(len(g.token_ids) for g in generations)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument(
+        "--batch", type=int, default=None, help="rows (default 64 on GPU, 32 on CPU)"
+    )
+    parser.add_argument(
+        "--new-tokens", type=int, default=None, help="default 256 on GPU, 64 on CPU"
+    )
+    parser.add_argument(
+        "--prompt-tokens", type=int, default=64, help="longest prompt; others 50-100%% of it"
+    )
+    parser.add_argument(
+        "--rank", type=int, default=None, help="LoRA rank (default 32 on GPU, 8 on CPU)"
+    )
+    parser.add_argument("--adapters", type=int, default=8)
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="timed runs per variant (best is kept)"
+    )
+    parser.add_argument(
+        "--variants", nargs="*", default=None, help="subset to run (no_adapter always)"
+    )
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    device = torch.device(args.device)
+    gpu = device.type == "cuda"
+    batch = args.batch or (64 if gpu else 32)
+    new_tokens = args.new_tokens or (256 if gpu else 64)
+    rank = args.rank or (32 if gpu else 8)
+    n_adapters = args.adapters
+    if batch % n_adapters:
+        raise SystemExit(f"--batch {batch} must be a multiple of --adapters {n_adapters}")
+
+    model, tokenizer, model_name = build_model(device)
+    reference = copy.deepcopy(model).to(device)  # left without our layers, for PEFT and HF generate
+    host = AdapterHost(
+        model, tokenizer=tokenizer, device=device, dtype=next(model.parameters()).dtype
+    )
+    host.eos_token_ids = set()  # fixed-length decoding: every variant makes the same tokens
+    rng = torch.Generator().manual_seed(0)
+    names = [f"a{i}" for i in range(n_adapters)]
+    genomes = {
+        name: LoRAGenome.random(
+            host.module_shapes, rank=rank, alpha=2 * rank, rng=rng, init="gaussian", std=0.02
+        )
+        for name in names
+    }
+    for name, genome in genomes.items():
+        host.add_adapter(name, genome)
+
+    vocab = model.config.vocab_size
+    lengths = torch.randint(
+        args.prompt_tokens // 2, args.prompt_tokens + 1, (batch,), generator=rng
+    )
+    prompts = [torch.randint(3, vocab, (int(n),), generator=rng).tolist() for n in lengths]
+    mixed_rows = [names[i % n_adapters] for i in range(batch)]
+    per_adapter = batch // n_adapters
+
+    def ours(rows: list[str | None], ids: list[list[int]], tokens: int) -> int:
+        params = [SamplingParams(max_new_tokens=tokens, temperature=1.0, seed=0)] * len(ids)
+        return count(host.backend.generate(ids, rows, params))
+
+    def sequential(tokens: int) -> int:
+        total = 0
+        for k, name in enumerate(names):
+            chunk = prompts[k * per_adapter : (k + 1) * per_adapter]
+            total += ours([name] * per_adapter, chunk, tokens)
+        return total
+
+    # PEFT anchor over the same adapters, on an untouched copy of the base model.
+    from peft import LoraConfig, get_peft_model
+
+    peft_config = LoraConfig(
+        r=rank, lora_alpha=2 * rank, target_modules=list(DEFAULT_TARGET_MODULES)
+    )
+    peft_model = get_peft_model(copy.deepcopy(reference), peft_config, adapter_name=names[0])
+    for name in names[1:]:
+        peft_model.add_adapter(name, peft_config)
+    for name, genome in genomes.items():
+        genome.to(device=device, dtype=host.dtype).load_into(peft_model, name)
+    peft_model.eval()
+    tokenizer.padding_side = "left"
+    width = max(len(p) for p in prompts)
+    input_ids = torch.full((batch, width), host.pad_token_id, dtype=torch.long)
+    attention = torch.zeros((batch, width), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        input_ids[i, width - len(p) :] = torch.tensor(p)
+        attention[i, width - len(p) :] = 1
+    input_ids, attention = input_ids.to(device), attention.to(device)
+
+    def hf_generate(model: torch.nn.Module, tokens: int, **extra: object) -> int:
+        with torch.inference_mode():
+            out = model.generate(
+                input_ids=input_ids,
+                attention_mask=attention,
+                max_new_tokens=tokens,
+                min_new_tokens=tokens,
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                top_p=1.0,
+                pad_token_id=host.pad_token_id,
+                **extra,
+            )
+        return int((out.shape[1] - width) * batch)
+
+    # Most important first, so that a run cut short still has the anchor and the target's ratio.
+    variants: dict[str, Callable[[int], int]] = {
+        "no_adapter": lambda t: ours([None] * batch, prompts, t),
+        f"mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t),
+        "hf_generate_no_adapter": lambda t: hf_generate(reference, t),
+        "one_adapter": lambda t: ours([names[0]] * batch, prompts, t),
+        f"peft_mixed_{n_adapters}": lambda t: hf_generate(peft_model, t, adapter_names=mixed_rows),
+        f"sequential_{n_adapters}": sequential,
+    }
+    if args.variants:
+        unknown = set(args.variants) - set(variants)
+        if unknown or "no_adapter" not in args.variants:
+            raise SystemExit(f"--variants must include no_adapter and name only {sorted(variants)}")
+        variants = {k: v for k, v in variants.items() if k in args.variants}
+    # One untimed full-length run first: the caching allocator meets every KV-cache size once,
+    # so no variant pays for device allocations that only the first run makes.
+    timed(device, lambda: variants["no_adapter"](new_tokens))
+    device_name = (
+        torch.cuda.get_device_name(device) if gpu else platform.processor() or platform.machine()
+    )
+    out = args.out or RESULTS / f"rollout_{'cuda' if gpu else 'cpu'}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, float]] = {}
+    report: dict = {}
+    for label, fn in variants.items():
+        timed(device, lambda fn=fn: fn(4))  # warm-up: kernels, allocator, caches
+        best = None
+        for _ in range(args.repeats):
+            tokens, seconds = timed(device, lambda fn=fn: fn(new_tokens))
+            if best is None or seconds < best[1]:
+                best = (tokens, seconds)
+        tokens, seconds = best
+        results[label] = {
+            "tokens": tokens,
+            "seconds": round(seconds, 4),
+            "tokens_per_s": round(tokens / seconds, 1),
+        }
+        print(
+            f"{label:>24}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s",
+            flush=True,
+        )
+        anchor = results["no_adapter"]["tokens_per_s"]
+        for row in results.values():
+            row["ratio_vs_no_adapter"] = round(row["tokens_per_s"] / anchor, 3)
+        mixed = results.get(f"mixed_{n_adapters}")
+        peft = results.get(f"peft_mixed_{n_adapters}")
+        hf = results.get("hf_generate_no_adapter")
+        report = {
+            "benchmark": "rollout",
+            "device": device_name,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "model": model_name,
+            "dtype": str(host.dtype),
+            "batch": batch,
+            "new_tokens": new_tokens,
+            "prompt_tokens": args.prompt_tokens,
+            "rank": rank,
+            "adapters": n_adapters,
+            "threads": torch.get_num_threads(),
+            "repeats": args.repeats,
+            "results": results,
+            "mixed_vs_no_adapter": mixed["ratio_vs_no_adapter"] if mixed else None,
+            "peft_mixed_vs_no_adapter": peft["ratio_vs_no_adapter"] if peft else None,
+            "mixed_vs_hf_generate_no_adapter": (
+                round(mixed["tokens_per_s"] / hf["tokens_per_s"], 3) if mixed and hf else None
+            ),
+            "mixed_speedup_over_peft_mixed": (
+                round(mixed["tokens_per_s"] / peft["tokens_per_s"], 2) if mixed and peft else None
+            ),
+            "target_mixed_vs_no_adapter": 0.7,
+        }
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in report.items() if k != "results"}, indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()
