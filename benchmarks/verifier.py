@@ -40,9 +40,21 @@ from redqueen.verifiers import Executor, validate_program
 RESULTS = Path(__file__).resolve().parent / "results"
 
 PROGRAMS = [
-    ("def f(xs):\n    return sorted(xs, reverse=True)[:3]", "f({i!r})", lambda i: list(range(i % 7 + 3))),
-    ("def f(s):\n    return {c: s.count(c) for c in sorted(set(s))}", "f({i!r})", lambda i: "ab" * (i % 5) + "c"),
-    ("def f(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a", "f({i!r})", lambda i: i % 40),
+    (
+        "def f(xs):\n    return sorted(xs, reverse=True)[:3]",
+        "f({i!r})",
+        lambda i: list(range(i % 7 + 3)),
+    ),
+    (
+        "def f(s):\n    return {c: s.count(c) for c in sorted(set(s))}",
+        "f({i!r})",
+        lambda i: "ab" * (i % 5) + "c",
+    ),
+    (
+        "def f(n):\n    a, b = 0, 1\n    for _ in range(n):\n        a, b = b, a + b\n    return a",
+        "f({i!r})",
+        lambda i: i % 40,
+    ),
     (
         "class Counter:\n    def __init__(self):\n        self.n = 0\n    def add(self, k):\n"
         "        self.n += k\n        return self\n"
@@ -71,7 +83,9 @@ def run_python_c(pairs: list[tuple[str, str]], workers: int, extra: tuple[str, .
     def one(pair: tuple[str, str]) -> str:
         source, expr = pair
         code = f"{source}\nprint(repr({expr}))"
-        done = subprocess.run([sys.executable, *extra, "-c", code], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, *extra, "-c", code], capture_output=True, text=True, timeout=60
+        )
         return done.stdout
 
     start = time.perf_counter()
@@ -142,7 +156,9 @@ def main(argv: list[str] | None = None) -> dict:
             assert all(res.ok for res in results), next(res.error for res in results if not res.ok)
             anchor_chunk = anchor_pairs[r::rounds]
             seconds["python_c"] += len(anchor_chunk) / run_python_c(anchor_chunk, args.workers)
-            seconds["python_S_c"] += len(anchor_chunk) / run_python_c(anchor_chunk, args.workers, ("-S",))
+            seconds["python_S_c"] += len(anchor_chunk) / run_python_c(
+                anchor_chunk, args.workers, ("-S",)
+            )
             seconds["bare_fork"] += len(chunk) / run_bare_fork(len(chunk), args.workers)
         n_validate = max(args.checks // 20, 10)
         start = time.perf_counter()

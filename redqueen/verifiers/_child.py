@@ -106,10 +106,16 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
         except UnicodeEncodeError:  # lone surrogates: escape them
             data = json.dumps(result).encode()
         if len(data) > server.pipe_capacity:  # the server reads only after the exit
-            data = json.dumps({"ok": False, "value": None, "stdout": "",
-                               "error": "result too large for the result pipe"}).encode()
+            data = json.dumps(
+                {
+                    "ok": False,
+                    "value": None,
+                    "stdout": "",
+                    "error": "result too large for the result pipe",
+                }
+            ).encode()
         while data:
-            data = data[os.write(RESULT_FD, data):]
+            data = data[os.write(RESULT_FD, data) :]
     finally:
         os._exit(0)
 
@@ -126,11 +132,19 @@ def execute_program(source: str, expr: str, writer: CappedWriter, max_value_char
     except BaseException as exc:
         return {"ok": False, "value": None, "error": describe(exc), "stdout": writer.getvalue()}
     if writer.overflowed:
-        return {"ok": False, "value": None, "stdout": writer.getvalue(),
-                "error": f"program printed more than {writer.limit} characters"}
+        return {
+            "ok": False,
+            "value": None,
+            "stdout": writer.getvalue(),
+            "error": f"program printed more than {writer.limit} characters",
+        }
     if len(text) > max_value_chars:
-        return {"ok": False, "value": None, "stdout": writer.getvalue(),
-                "error": f"value repr longer than {max_value_chars} characters"}
+        return {
+            "ok": False,
+            "value": None,
+            "stdout": writer.getvalue(),
+            "error": f"value repr longer than {max_value_chars} characters",
+        }
     return {"ok": True, "value": text, "error": None, "stdout": writer.getvalue()}
 
 

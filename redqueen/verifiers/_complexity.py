@@ -8,8 +8,13 @@ __all__ = ["COMPLEXITY_KEYS", "complexity"]
 
 #: Keys of the dictionary :func:`complexity` returns.
 COMPLEXITY_KEYS: tuple[str, ...] = (
-    "ast_depth", "cyclomatic", "halstead_volume", "halstead_difficulty", "halstead_effort",
-    "lines", "n_variables",
+    "ast_depth",
+    "cyclomatic",
+    "halstead_volume",
+    "halstead_difficulty",
+    "halstead_effort",
+    "lines",
+    "n_variables",
 )
 
 
@@ -53,8 +58,15 @@ def complexity(program: str) -> dict[str, float]:
         else:
             cyclomatic += block.complexity
     halstead = h_visit(program).total
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    names |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.arguments) for a in (*n.posonlyargs, *n.args, *n.kwonlyargs)}
+    names = {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    names |= {
+        a.arg
+        for n in ast.walk(tree)
+        if isinstance(n, ast.arguments)
+        for a in (*n.posonlyargs, *n.args, *n.kwonlyargs)
+    }
     return {
         "ast_depth": float(_depth(tree)),
         "cyclomatic": float(max(cyclomatic, 1)),

@@ -87,7 +87,7 @@ class _Server:
         data = json.dumps(message).encode()
         data = struct.pack(">I", len(data)) + data
         while data:
-            data = data[os.write(self.wfd, data):]
+            data = data[os.write(self.wfd, data) :]
 
     def recv(self, deadline: float) -> dict | None:
         """Read one framed message; None on EOF or when the deadline passes."""
@@ -281,7 +281,12 @@ class Executor:
                     continue
                 i = pending.popleft()
                 source, expr = jobs[i]
-                request = {"source": source, "expr": expr, "timeout": self.timeout, "jitter": jitters[i]}
+                request = {
+                    "source": source,
+                    "expr": expr,
+                    "timeout": self.timeout,
+                    "jitter": jitters[i],
+                }
                 try:
                     self._servers[k].send(request)
                 except OSError:  # the server died between calls: replace it and retry once

@@ -122,8 +122,13 @@ def _literal_node(node: ast.expr, text: str) -> Any:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "set" \
-                and not node.args and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "set"
+            and not node.args
+            and not node.keywords
+        ):
             return set()
         raise LiteralParseError(f"argument is not a literal: {_preview(text)}") from exc
 

@@ -41,41 +41,121 @@ _RET_K = 0x06
 # x86-64 syscall numbers refused outright.
 _DENY_X86_64 = {
     # processes and programs
-    "clone": 56, "fork": 57, "vfork": 58, "execve": 59, "execveat": 322, "clone3": 435,
+    "clone": 56,
+    "fork": 57,
+    "vfork": 58,
+    "execve": 59,
+    "execveat": 322,
+    "clone3": 435,
     # networking
-    "socket": 41, "socketpair": 53, "connect": 42, "bind": 49, "listen": 50, "accept": 43,
+    "socket": 41,
+    "socketpair": 53,
+    "connect": 42,
+    "bind": 49,
+    "listen": 50,
+    "accept": 43,
     "accept4": 288,
     # signals and other processes
-    "kill": 62, "tkill": 200, "tgkill": 234, "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
-    "pidfd_send_signal": 424, "pidfd_open": 434, "pidfd_getfd": 438, "ptrace": 101,
-    "process_vm_readv": 310, "process_vm_writev": 311,
+    "kill": 62,
+    "tkill": 200,
+    "tgkill": 234,
+    "rt_sigqueueinfo": 129,
+    "rt_tgsigqueueinfo": 297,
+    "pidfd_send_signal": 424,
+    "pidfd_open": 434,
+    "pidfd_getfd": 438,
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
     # privileges, limits, sessions
-    "setuid": 105, "setgid": 106, "setreuid": 113, "setregid": 114, "setresuid": 117,
-    "setresgid": 119, "setgroups": 116, "setsid": 112, "setpgid": 109, "setrlimit": 160,
-    "prlimit64": 302, "capset": 126,
+    "setuid": 105,
+    "setgid": 106,
+    "setreuid": 113,
+    "setregid": 114,
+    "setresuid": 117,
+    "setresgid": 119,
+    "setgroups": 116,
+    "setsid": 112,
+    "setpgid": 109,
+    "setrlimit": 160,
+    "prlimit64": 302,
+    "capset": 126,
     # namespaces, mounts, system state
-    "unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
-    "chroot": 161, "reboot": 169, "kexec_load": 246, "init_module": 175, "finit_module": 313,
-    "delete_module": 176, "swapon": 167, "swapoff": 168, "sethostname": 170,
-    "setdomainname": 171, "settimeofday": 164, "clock_settime": 227, "adjtimex": 159,
-    "clock_adjtime": 305, "acct": 163, "quotactl": 179, "syslog": 103,
+    "unshare": 272,
+    "setns": 308,
+    "mount": 165,
+    "umount2": 166,
+    "pivot_root": 155,
+    "chroot": 161,
+    "reboot": 169,
+    "kexec_load": 246,
+    "init_module": 175,
+    "finit_module": 313,
+    "delete_module": 176,
+    "swapon": 167,
+    "swapoff": 168,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "settimeofday": 164,
+    "clock_settime": 227,
+    "adjtimex": 159,
+    "clock_adjtime": 305,
+    "acct": 163,
+    "quotactl": 179,
+    "syslog": 103,
     # kernel attack surface a pure function never needs
-    "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
-    "request_key": 249, "io_uring_setup": 425, "io_uring_enter": 426,
-    "io_uring_register": 427, "name_to_handle_at": 303, "open_by_handle_at": 304,
-    "fanotify_init": 300, "openat2": 437,
+    "bpf": 321,
+    "perf_event_open": 298,
+    "userfaultfd": 323,
+    "keyctl": 250,
+    "add_key": 248,
+    "request_key": 249,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "fanotify_init": 300,
+    "openat2": 437,
     # metadata changes, which Landlock does not cover
-    "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260,
-    "fchmodat": 268, "fchmodat2": 452, "utime": 132, "utimes": 235, "futimesat": 261,
-    "utimensat": 280, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
-    "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
+    "chmod": 90,
+    "fchmod": 91,
+    "chown": 92,
+    "fchown": 93,
+    "lchown": 94,
+    "fchownat": 260,
+    "fchmodat": 268,
+    "fchmodat2": 452,
+    "utime": 132,
+    "utimes": 235,
+    "futimesat": 261,
+    "utimensat": 280,
+    "setxattr": 188,
+    "lsetxattr": 189,
+    "fsetxattr": 190,
+    "removexattr": 197,
+    "lremovexattr": 198,
+    "fremovexattr": 199,
 }
 
 # Filesystem mutations; refused unless Landlock confines them to the sandbox directory.
 _FS_WRITE_X86_64 = {
-    "creat": 85, "truncate": 76, "rename": 82, "mkdir": 83, "rmdir": 84, "link": 86,
-    "unlink": 87, "symlink": 88, "mknod": 133, "mkdirat": 258, "mknodat": 259,
-    "unlinkat": 263, "renameat": 264, "linkat": 265, "symlinkat": 266, "renameat2": 316,
+    "creat": 85,
+    "truncate": 76,
+    "rename": 82,
+    "mkdir": 83,
+    "rmdir": 84,
+    "link": 86,
+    "unlink": 87,
+    "symlink": 88,
+    "mknod": 133,
+    "mkdirat": 258,
+    "mknodat": 259,
+    "unlinkat": 263,
+    "renameat": 264,
+    "linkat": 265,
+    "symlinkat": 266,
+    "renameat2": 316,
 }
 _NR_OPEN, _NR_OPENAT, _NR_IOCTL = 2, 257, 16
 _OPEN_WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
@@ -175,7 +255,10 @@ class Seccomp:
         """
         if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if self._libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0) != 0:
+        if (
+            self._libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0)
+            != 0
+        ):
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
 
 
@@ -266,6 +349,7 @@ def landlock_abi() -> int:
         return 0
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    version = libc.syscall(_SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                           _LANDLOCK_CREATE_RULESET_VERSION)
+    version = libc.syscall(
+        _SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), _LANDLOCK_CREATE_RULESET_VERSION
+    )
     return max(int(version), 0)

@@ -82,7 +82,9 @@ class CodeTask:
 
     def __post_init__(self) -> None:
         if self.task_type not in TASK_TYPES:
-            raise ValueError(f"CodeTask.task_type: unknown {self.task_type!r}; expected one of {TASK_TYPES}")
+            raise ValueError(
+                f"CodeTask.task_type: unknown {self.task_type!r}; expected one of {TASK_TYPES}"
+            )
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
         if not self.inputs or len(self.inputs) != len(self.outputs):
@@ -96,9 +98,13 @@ class CodeTask:
                 )
         else:
             if len(self.inputs) != 1:
-                raise ValueError(f"CodeTask.inputs: {self.task_type} takes exactly one pair, got {len(self.inputs)}")
+                raise ValueError(
+                    f"CodeTask.inputs: {self.task_type} takes exactly one pair, got {len(self.inputs)}"
+                )
             if self.n_visible != 0:
-                raise ValueError(f"CodeTask.n_visible: must be 0 for {self.task_type}, got {self.n_visible}")
+                raise ValueError(
+                    f"CodeTask.n_visible: must be 0 for {self.task_type}, got {self.n_visible}"
+                )
 
     @property
     def triplet(self) -> Triplet:
@@ -108,12 +114,16 @@ class CodeTask:
     @property
     def visible_pairs(self) -> tuple[tuple[str, str], ...]:
         """The (input, output) pairs shown to the student (code_f)."""
-        return tuple(zip(self.inputs[: self.n_visible], self.outputs[: self.n_visible], strict=True))
+        return tuple(
+            zip(self.inputs[: self.n_visible], self.outputs[: self.n_visible], strict=True)
+        )
 
     @property
     def hidden_pairs(self) -> tuple[tuple[str, str], ...]:
         """The (input, output) pairs a code_f answer is judged on (all pairs for other types)."""
-        return tuple(zip(self.inputs[self.n_visible:], self.outputs[self.n_visible:], strict=True))
+        return tuple(
+            zip(self.inputs[self.n_visible :], self.outputs[self.n_visible :], strict=True)
+        )
 
 
 def make_task(
@@ -148,7 +158,9 @@ def check_answer(task: CodeTask, answer: str | None, executor: Executor) -> Answ
     return check_answers([(task, answer)], executor)[0]
 
 
-def check_answers(items: Sequence[tuple[CodeTask, str | None]], executor: Executor) -> list[AnswerStatus]:
+def check_answers(
+    items: Sequence[tuple[CodeTask, str | None]], executor: Executor
+) -> list[AnswerStatus]:
     """Judge many ``(task, answer)`` pairs, with all sandbox runs in one parallel batch.
 
     * ``code_o``: the answer must be a literal; correct if its value equals the gold output.
@@ -189,7 +201,9 @@ def check_answers(items: Sequence[tuple[CodeTask, str | None]], executor: Execut
             static = check_source(answer)
             if not static.ok:
                 unparseable = static.reason in (
-                    RejectReason.EMPTY, RejectReason.SYNTAX_ERROR, RejectReason.NO_ENTRY_FUNCTION,
+                    RejectReason.EMPTY,
+                    RejectReason.SYNTAX_ERROR,
+                    RejectReason.NO_ENTRY_FUNCTION,
                 )
                 statuses[k] = AnswerStatus.UNPARSEABLE if unparseable else AnswerStatus.WRONG
                 continue
@@ -199,9 +213,11 @@ def check_answers(items: Sequence[tuple[CodeTask, str | None]], executor: Execut
     results = executor.execute_many(jobs) if jobs else []
     for k, start, n, gold in plans:
         runs = results[start : start + n]
-        statuses[k] = AnswerStatus.CORRECT if all(
-            _matches(run, out) for run, out in zip(runs, gold, strict=True)
-        ) else AnswerStatus.WRONG
+        statuses[k] = (
+            AnswerStatus.CORRECT
+            if all(_matches(run, out) for run, out in zip(runs, gold, strict=True))
+            else AnswerStatus.WRONG
+        )
     return statuses  # type: ignore[return-value]
 
 

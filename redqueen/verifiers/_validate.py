@@ -24,29 +24,137 @@ __all__ = [
 ]
 
 #: Modules a program may not import (the root of a dotted name is checked).
-BANNED_MODULES = frozenset({
-    "os", "sys", "subprocess", "socket", "shutil", "random", "time", "datetime", "threading",
-    "multiprocessing", "ctypes", "importlib", "io", "pathlib", "signal", "builtins", "gc",
-    "inspect", "pickle", "marshal", "tempfile", "glob", "asyncio", "concurrent", "select",
-    "selectors", "resource", "fcntl", "mmap", "pty", "posix", "nt", "code", "codeop", "runpy",
-    "site", "sysconfig", "urllib", "http", "ftplib", "smtplib", "socketserver", "ssl", "uuid",
-    "secrets", "weakref", "atexit", "faulthandler", "tracemalloc", "traceback", "types",
-    "_thread", "_posixsubprocess", "_socket", "_io", "_ctypes", "zipimport", "pdb", "webbrowser",
-    "shelve", "dbm", "sqlite3", "logging", "warnings", "platform", "getpass", "pwd", "grp",
-})
+BANNED_MODULES = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "socket",
+        "shutil",
+        "random",
+        "time",
+        "datetime",
+        "threading",
+        "multiprocessing",
+        "ctypes",
+        "importlib",
+        "io",
+        "pathlib",
+        "signal",
+        "builtins",
+        "gc",
+        "inspect",
+        "pickle",
+        "marshal",
+        "tempfile",
+        "glob",
+        "asyncio",
+        "concurrent",
+        "select",
+        "selectors",
+        "resource",
+        "fcntl",
+        "mmap",
+        "pty",
+        "posix",
+        "nt",
+        "code",
+        "codeop",
+        "runpy",
+        "site",
+        "sysconfig",
+        "urllib",
+        "http",
+        "ftplib",
+        "smtplib",
+        "socketserver",
+        "ssl",
+        "uuid",
+        "secrets",
+        "weakref",
+        "atexit",
+        "faulthandler",
+        "tracemalloc",
+        "traceback",
+        "types",
+        "_thread",
+        "_posixsubprocess",
+        "_socket",
+        "_io",
+        "_ctypes",
+        "zipimport",
+        "pdb",
+        "webbrowser",
+        "shelve",
+        "dbm",
+        "sqlite3",
+        "logging",
+        "warnings",
+        "platform",
+        "getpass",
+        "pwd",
+        "grp",
+    }
+)
 #: Built-in names a program may not call (or even mention).
-BANNED_CALLS = frozenset({
-    "open", "exec", "eval", "compile", "__import__", "input", "globals", "locals", "vars",
-    "breakpoint", "help", "exit", "quit", "memoryview", "__build_class__",
-})
+BANNED_CALLS = frozenset(
+    {
+        "open",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "input",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "help",
+        "exit",
+        "quit",
+        "memoryview",
+        "__build_class__",
+    }
+)
 _ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-_ALLOWED_DUNDERS = frozenset({
-    "__init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__",
-    "__ge__", "__hash__", "__len__", "__iter__", "__next__", "__contains__", "__getitem__",
-    "__setitem__", "__delitem__", "__add__", "__sub__", "__mul__", "__truediv__",
-    "__floordiv__", "__mod__", "__pow__", "__neg__", "__pos__", "__abs__", "__bool__",
-    "__call__", "__radd__", "__rsub__", "__rmul__", "__post_init__", "__name__",
-})
+_ALLOWED_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__contains__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__add__",
+        "__sub__",
+        "__mul__",
+        "__truediv__",
+        "__floordiv__",
+        "__mod__",
+        "__pow__",
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__bool__",
+        "__call__",
+        "__radd__",
+        "__rsub__",
+        "__rmul__",
+        "__post_init__",
+        "__name__",
+    }
+)
 #: Default limits; see :func:`validate_program`.
 MAX_SOURCE_CHARS = 4000
 MAX_OUTPUT_CHARS = 2000
@@ -145,15 +253,32 @@ class _BanChecker(ast.NodeVisitor):
             if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
                 self._flag(RejectReason.BANNED_CALL, f"{func.id}() with a computed attribute name")
             elif name.value.startswith("_"):
-                self._flag(RejectReason.DUNDER_ACCESS, f"{func.id}() of private attribute {name.value!r}")
+                self._flag(
+                    RejectReason.DUNDER_ACCESS, f"{func.id}() of private attribute {name.value!r}"
+                )
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         # Strings naming dunders feed getattr-style tricks (e.g. via operator.attrgetter).
-        if isinstance(node.value, str) and "__" in node.value and any(
-            part in node.value for part in ("__class__", "__subclasses__", "__globals__",
-                                            "__builtins__", "__bases__", "__mro__", "__code__",
-                                            "__dict__", "__import__", "__loader__", "__spec__")
+        if (
+            isinstance(node.value, str)
+            and "__" in node.value
+            and any(
+                part in node.value
+                for part in (
+                    "__class__",
+                    "__subclasses__",
+                    "__globals__",
+                    "__builtins__",
+                    "__bases__",
+                    "__mro__",
+                    "__code__",
+                    "__dict__",
+                    "__import__",
+                    "__loader__",
+                    "__spec__",
+                )
+            )
         ):
             self._flag(RejectReason.DUNDER_ACCESS, "string constant naming a dunder attribute")
 
@@ -171,8 +296,10 @@ def check_source(program: str, *, max_source_chars: int = MAX_SOURCE_CHARS) -> V
     if not isinstance(program, str) or not program.strip():
         return _reject(RejectReason.EMPTY, "program is empty")
     if len(program) > max_source_chars:
-        return _reject(RejectReason.SOURCE_TOO_LARGE,
-                       f"program has {len(program)} characters (limit {max_source_chars})")
+        return _reject(
+            RejectReason.SOURCE_TOO_LARGE,
+            f"program has {len(program)} characters (limit {max_source_chars})",
+        )
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
@@ -221,16 +348,24 @@ def validate_program(
     if not static.ok:
         return static
     if isinstance(inputs, str):
-        raise TypeError("validate_program: inputs must be a sequence of argument strings, not a str")
+        raise TypeError(
+            "validate_program: inputs must be a sequence of argument strings, not a str"
+        )
     inputs = list(inputs)
     if not inputs:
         return _reject(RejectReason.NO_INPUTS, "no inputs given")
     canonical: list[str] = []
     for i, text in enumerate(inputs):
         if not isinstance(text, str):
-            return _reject(RejectReason.INPUT_NOT_LITERAL, f"input {i} is a {type(text).__name__}, not argument source")
+            return _reject(
+                RejectReason.INPUT_NOT_LITERAL,
+                f"input {i} is a {type(text).__name__}, not argument source",
+            )
         if len(text) > max_input_chars:
-            return _reject(RejectReason.INPUT_TOO_LARGE, f"input {i} has {len(text)} characters (limit {max_input_chars})")
+            return _reject(
+                RejectReason.INPUT_TOO_LARGE,
+                f"input {i} has {len(text)} characters (limit {max_input_chars})",
+            )
         try:
             args, kwargs = parse_args(text)
         except LiteralParseError as exc:
@@ -241,28 +376,41 @@ def validate_program(
     # Two runs per input with heap jitters of opposite parity: object addresses always differ.
     base = int.from_bytes(os.urandom(1), "little") & 0x0E
     pairs = [(program, f"f({args})") for args in canonical]
-    results = executor.execute_many(pairs + pairs, heap_jitter=[base] * len(pairs) + [base + 5] * len(pairs))
-    first, second = results[: len(pairs)], results[len(pairs):]
+    results = executor.execute_many(
+        pairs + pairs, heap_jitter=[base] * len(pairs) + [base + 5] * len(pairs)
+    )
+    first, second = results[: len(pairs)], results[len(pairs) :]
     outputs: list[str] = []
     for i, (a, b) in enumerate(zip(first, second, strict=True)):
         if a.timed_out or b.timed_out:
             return _reject(RejectReason.TIMEOUT, f"input {i}: timed out")
         if not a.ok or not b.ok:
             if a.ok != b.ok:
-                return _reject(RejectReason.NONDETERMINISTIC, f"input {i}: failed in only one of two runs")
+                return _reject(
+                    RejectReason.NONDETERMINISTIC, f"input {i}: failed in only one of two runs"
+                )
             if (a.error or "").startswith("value repr longer"):
                 return _reject(RejectReason.OUTPUT_TOO_LARGE, f"input {i}: {a.error}")
             return _reject(RejectReason.RUNTIME_ERROR, f"input {i}: {a.error}")
         if len(a.value) > max_output_chars:
-            return _reject(RejectReason.OUTPUT_TOO_LARGE,
-                           f"input {i}: output has {len(a.value)} characters (limit {max_output_chars})")
+            return _reject(
+                RejectReason.OUTPUT_TOO_LARGE,
+                f"input {i}: output has {len(a.value)} characters (limit {max_output_chars})",
+            )
         try:
             value = parse_literal(a.value)
         except LiteralParseError:
-            return _reject(RejectReason.OUTPUT_NOT_LITERAL, f"input {i}: output {a.value[:80]!r} is not a literal")
+            return _reject(
+                RejectReason.OUTPUT_NOT_LITERAL,
+                f"input {i}: output {a.value[:80]!r} is not a literal",
+            )
         if not values_equal(parse_literal(repr(value)), value):
-            return _reject(RejectReason.OUTPUT_NOT_LITERAL, f"input {i}: output does not round-trip")
+            return _reject(
+                RejectReason.OUTPUT_NOT_LITERAL, f"input {i}: output does not round-trip"
+            )
         if a.value != b.value or a.stdout != b.stdout:
-            return _reject(RejectReason.NONDETERMINISTIC, f"input {i}: two runs gave different results")
+            return _reject(
+                RejectReason.NONDETERMINISTIC, f"input {i}: two runs gave different results"
+            )
         outputs.append(a.value)
     return Validation(ok=True, outputs=tuple(outputs))

@@ -40,9 +40,28 @@ else:  # run as a script: the sibling modules are importable from the script's d
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
 # that import ``threading`` or ``random`` stay out: their at-fork hooks make every fork dearer.
 PRELOAD = (
-    "abc", "array", "bisect", "cmath", "collections", "copy", "dataclasses", "decimal", "enum",
-    "fractions", "functools", "heapq", "itertools", "math", "numbers", "operator", "re",
-    "socket", "string", "textwrap", "typing", "unicodedata",
+    "abc",
+    "array",
+    "bisect",
+    "cmath",
+    "collections",
+    "copy",
+    "dataclasses",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "heapq",
+    "itertools",
+    "math",
+    "numbers",
+    "operator",
+    "re",
+    "socket",
+    "string",
+    "textwrap",
+    "typing",
+    "unicodedata",
 )
 _PR_GET_NO_NEW_PRIVS = 39
 _CLONE_NEWNS = 0x00020000
@@ -61,7 +80,7 @@ def _send(fd: int, message: dict) -> None:
     data = json.dumps(message).encode()
     data = struct.pack(">I", len(data)) + data
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _read_exact(fd: int, n: int) -> bytes | None:
@@ -167,7 +186,11 @@ class Zygote:
             return False
         # Unprivileged: map our own ids one-to-one, so files keep their owner.
         try:
-            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            for name, text in (
+                ("setgroups", "deny"),
+                ("uid_map", f"{uid} {uid} 1"),
+                ("gid_map", f"{gid} {gid} 1"),
+            ):
                 with open(f"/proc/self/{name}", "w") as handle:
                     handle.write(text)
         except OSError:
@@ -202,7 +225,10 @@ class Zygote:
         if self.tmpfs:
             options = f"size={_WORKDIR_BYTES},nr_inodes={_WORKDIR_INODES},mode=0700"
             flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-            if self.libc.mount(b"tmpfs", self.workdir.encode(), b"tmpfs", flags, options.encode()) != 0:
+            if (
+                self.libc.mount(b"tmpfs", self.workdir.encode(), b"tmpfs", flags, options.encode())
+                != 0
+            ):
                 self.tmpfs = False
         if self.is_root:
             os.chown(self.workdir, _NOBODY, _NOBODY)
@@ -249,7 +275,10 @@ class Zygote:
                 (resource.RLIMIT_FSIZE, _capped(resource.RLIMIT_FSIZE, fsize, fsize)),
                 (resource.RLIMIT_CORE, (0, 0)),
                 (resource.RLIMIT_NPROC, (0, 0)),
-                (resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, self.address_space, self.address_space)),
+                (
+                    resource.RLIMIT_AS,
+                    _capped(resource.RLIMIT_AS, self.address_space, self.address_space),
+                ),
             ]
             self.limits_timeout = timeout
         # Heap jitter: blocks allocated here before the fork shift the child's later allocations
@@ -328,15 +357,29 @@ class Zygote:
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             if sig == signal.SIGXCPU:
-                return {"ok": False, "value": None, "error": "CPU time limit exceeded", "timed_out": True}
+                return {
+                    "ok": False,
+                    "value": None,
+                    "error": "CPU time limit exceeded",
+                    "timed_out": True,
+                }
             try:
                 name = signal.Signals(sig).name
             except ValueError:
                 name = str(sig)
-            return {"ok": False, "value": None, "error": f"killed by signal {name}", "timed_out": False}
+            return {
+                "ok": False,
+                "value": None,
+                "error": f"killed by signal {name}",
+                "timed_out": False,
+            }
         code = os.waitstatus_to_exitcode(status)
-        return {"ok": False, "value": None, "timed_out": False,
-                "error": f"program exited (status {code}) without a result"}
+        return {
+            "ok": False,
+            "value": None,
+            "timed_out": False,
+            "error": f"program exited (status {code}) without a result",
+        }
 
     def _jitter(self, blocks: int) -> None:
         """Hold ``blocks`` objects in each small size class (0 releases them)."""

@@ -14,12 +14,21 @@ from redqueen.verifiers import ExecResult, Executor, ExecutorClosedError, values
 
 CORPUS = [
     ("def f(s):\n    return s[::-1].upper() + s.replace('a', 'b')", "f('banana')"),
-    ("def f(xs):\n    return sorted(xs, key=lambda x: (-x, x)), sum(xs), xs[1:3]", "f([5, 3, 9, 1])"),
+    (
+        "def f(xs):\n    return sorted(xs, key=lambda x: (-x, x)), sum(xs), xs[1:3]",
+        "f([5, 3, 9, 1])",
+    ),
     ("def f(d):\n    return {k: v * 2 for k, v in sorted(d.items())}", "f({'b': 2, 'a': 1})"),
-    ("def f(n):\n    return {i % 4 for i in range(n)}, frozenset('abc') == frozenset('cab')", "f(10)"),
+    (
+        "def f(n):\n    return {i % 4 for i in range(n)}, frozenset('abc') == frozenset('cab')",
+        "f(10)",
+    ),
     ("def f(words):\n    return {w: len(w) for w in set(words)}", "f(['xy', 'abc', 'xy', 'q'])"),
     ("def f(n):\n    return 1 if n < 2 else n * f(n - 1)", "f(20)"),
-    ("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\ndef f(n):\n    return [fib(i) for i in range(n)]", "f(15)"),
+    (
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\ndef f(n):\n    return [fib(i) for i in range(n)]",
+        "f(15)",
+    ),
     (
         "class Stack:\n    def __init__(self):\n        self.items = []\n"
         "    def push(self, x):\n        self.items.append(x)\n        return self\n"
@@ -27,9 +36,18 @@ CORPUS = [
         "def f(xs):\n    s = Stack()\n    for x in xs:\n        s.push(x * x)\n    return [s.pop() for _ in xs]",
         "f([1, 2, 3])",
     ),
-    ("from collections import Counter\ndef f(s):\n    return sorted(Counter(s).most_common(2))", "f('mississippi')"),
-    ("import math, itertools\ndef f(n):\n    return [math.comb(n, k) for k in range(n + 1)], list(itertools.accumulate(range(n)))", "f(6)"),
-    ("def f(x):\n    return x / 3, -x // 2, 2 ** 70, None, True, 1e-300 * 1e-300, b'ab' * 2", "f(7)"),
+    (
+        "from collections import Counter\ndef f(s):\n    return sorted(Counter(s).most_common(2))",
+        "f('mississippi')",
+    ),
+    (
+        "import math, itertools\ndef f(n):\n    return [math.comb(n, k) for k in range(n + 1)], list(itertools.accumulate(range(n)))",
+        "f(6)",
+    ),
+    (
+        "def f(x):\n    return x / 3, -x // 2, 2 ** 70, None, True, 1e-300 * 1e-300, b'ab' * 2",
+        "f(7)",
+    ),
     ("def f(t):\n    a, *rest = t\n    return (a,), tuple(rest), (), [[]], {}", "f((1, 2, 3))"),
 ]
 
@@ -153,7 +171,9 @@ def test_features_report_the_isolation_layers(executor):
 
 def test_concurrent_callers_get_their_own_results(executor):
     def work(k: int) -> list[str | None]:
-        results = executor.execute_many([("def f(x):\n    return x * 3", f"f({k * 100 + i})") for i in range(10)])
+        results = executor.execute_many(
+            [("def f(x):\n    return x * 3", f"f({k * 100 + i})") for i in range(10)]
+        )
         return [r.value for r in results]
 
     with ThreadPoolExecutor(4) as pool:

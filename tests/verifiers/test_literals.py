@@ -20,7 +20,11 @@ from redqueen.verifiers import (
 )
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.binary(max_size=8),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(max_size=8),
+    st.binary(max_size=8),
     st.floats(allow_nan=False, allow_infinity=False),
 )
 values = st.recursive(
@@ -43,7 +47,10 @@ def test_repr_round_trips_through_parse_literal(value):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(values, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "k"]), values, max_size=2))
+@given(
+    st.lists(values, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b", "k"]), values, max_size=2),
+)
 def test_format_args_inverts_parse_args(args, kwargs):
     parsed_args, parsed_kwargs = parse_args(format_args(tuple(args), kwargs))
     assert values_equal(list(parsed_args), list(args)) and parsed_kwargs.keys() == kwargs.keys()
@@ -62,7 +69,9 @@ def test_literal_equal_semantics():
     assert values_equal(float("nan"), float("nan")) and not values_equal(math.inf, 1.0)
 
 
-@pytest.mark.parametrize("text", ["x", "1 +", "__import__('os')", "[1, len]", "lambda: 1", "a" * 200_000])
+@pytest.mark.parametrize(
+    "text", ["x", "1 +", "__import__('os')", "[1, len]", "lambda: 1", "a" * 200_000]
+)
 def test_parse_literal_refuses_code(text):
     with pytest.raises(LiteralParseError):
         parse_literal(text)
@@ -85,9 +94,18 @@ def test_complexity_grows_with_structure():
         "            total += helper(i)[0] if helper(i) else 0\n        elif i == 1:\n"
         "            total -= 1\n    return total"
     )
-    assert set(simple) == set(COMPLEXITY_KEYS) and all(isinstance(v, float) for v in simple.values())
+    assert set(simple) == set(COMPLEXITY_KEYS) and all(
+        isinstance(v, float) for v in simple.values()
+    )
     assert simple["cyclomatic"] == 1.0 and simple["lines"] == 2.0 and simple["n_variables"] == 1.0
-    for key in ("ast_depth", "cyclomatic", "halstead_volume", "halstead_effort", "lines", "n_variables"):
+    for key in (
+        "ast_depth",
+        "cyclomatic",
+        "halstead_volume",
+        "halstead_effort",
+        "lines",
+        "n_variables",
+    ):
         assert branchy[key] > simple[key], key
     with pytest.raises(SyntaxError):
         complexity("def f(:")

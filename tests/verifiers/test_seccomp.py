@@ -53,7 +53,9 @@ def test_seccomp_without_landlock_refuses_writes_sockets_and_processes(tmp_path)
         return 0 if all(checks) else 1 + checks.index(False)
 
     assert _in_child(body) == 0
-    assert existing.read_text() == "data" and sorted(p.name for p in tmp_path.iterdir()) == ["existing.txt"]
+    assert existing.read_text() == "data" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "existing.txt"
+    ]
 
 
 @pytest.mark.skipif(landlock_abi() < 1, reason="Landlock is not available on this kernel")

@@ -50,11 +50,27 @@ def test_bad_tasks_are_refused_with_the_field_named(args, match):
 
 
 def test_code_o_compares_values_not_text(executor):
-    task = make_task("code_o", "def f(x):\n    return {'a': [1, 2.0], 'b': (3,)}", ["0"], ["{'a': [1, 2.0], 'b': (3,)}"])
-    answers = ["{'b': (3,), 'a': [1, 2]}", " {'a':[1,2.0],'b':(3,)} ", "{'a': [1, 2], 'b': [3]}", "{'a': [1, 2]", None, "f(0)"]
+    task = make_task(
+        "code_o",
+        "def f(x):\n    return {'a': [1, 2.0], 'b': (3,)}",
+        ["0"],
+        ["{'a': [1, 2.0], 'b': (3,)}"],
+    )
+    answers = [
+        "{'b': (3,), 'a': [1, 2]}",
+        " {'a':[1,2.0],'b':(3,)} ",
+        "{'a': [1, 2], 'b': [3]}",
+        "{'a': [1, 2]",
+        None,
+        "f(0)",
+    ]
     assert check_answers([(task, a) for a in answers], executor) == [
-        AnswerStatus.CORRECT, AnswerStatus.CORRECT, AnswerStatus.WRONG,
-        AnswerStatus.UNPARSEABLE, AnswerStatus.UNPARSEABLE, AnswerStatus.UNPARSEABLE,
+        AnswerStatus.CORRECT,
+        AnswerStatus.CORRECT,
+        AnswerStatus.WRONG,
+        AnswerStatus.UNPARSEABLE,
+        AnswerStatus.UNPARSEABLE,
+        AnswerStatus.UNPARSEABLE,
     ]
 
 
@@ -62,17 +78,38 @@ def test_code_i_accepts_any_input_that_gives_the_gold_output(executor):
     program = "def f(xs, k):\n    return sum(xs) % k"
     validation = validate_program(program, ["[4, 5], 3"], executor)
     task = make_task("code_i", program, ["[4, 5], 3"], validation.outputs)
-    answers = ["[4, 5], 3", "[0], 3", "[10], 5", "[1], 3", "xs=[9], k=9", "[1, 2]", "[1], 3)", "*[1, 2]", "[1], len"]
+    answers = [
+        "[4, 5], 3",
+        "[0], 3",
+        "[10], 5",
+        "[1], 3",
+        "xs=[9], k=9",
+        "[1, 2]",
+        "[1], 3)",
+        "*[1, 2]",
+        "[1], len",
+    ]
     assert check_answers([(task, a) for a in answers], executor) == [
-        AnswerStatus.CORRECT, AnswerStatus.CORRECT, AnswerStatus.CORRECT, AnswerStatus.WRONG,
-        AnswerStatus.CORRECT, AnswerStatus.WRONG, AnswerStatus.UNPARSEABLE,
-        AnswerStatus.UNPARSEABLE, AnswerStatus.UNPARSEABLE,
+        AnswerStatus.CORRECT,
+        AnswerStatus.CORRECT,
+        AnswerStatus.CORRECT,
+        AnswerStatus.WRONG,
+        AnswerStatus.CORRECT,
+        AnswerStatus.WRONG,
+        AnswerStatus.UNPARSEABLE,
+        AnswerStatus.UNPARSEABLE,
+        AnswerStatus.UNPARSEABLE,
     ]
 
 
 def test_code_i_answer_cannot_smuggle_code(executor):
     task = make_task("code_i", MOD3, ["4"], ["1"])
-    for answer in ("__import__('os').getpid() * 0 + 1", "1) or (1", "(lambda: 1)()", "1 if True else 0"):
+    for answer in (
+        "__import__('os').getpid() * 0 + 1",
+        "1) or (1",
+        "(lambda: 1)()",
+        "1 if True else 0",
+    ):
         assert check_answer(task, answer, executor) == AnswerStatus.UNPARSEABLE
 
 
@@ -93,8 +130,13 @@ def test_code_f_is_judged_on_hidden_pairs_only(executor):
         "def f(n):\n    while n == 5:\n        pass\n    return n * n",
     ]
     assert check_answers([(task, a) for a in answers], executor) == [
-        AnswerStatus.CORRECT, AnswerStatus.WRONG, AnswerStatus.CORRECT, AnswerStatus.UNPARSEABLE,
-        AnswerStatus.UNPARSEABLE, AnswerStatus.WRONG, AnswerStatus.WRONG,
+        AnswerStatus.CORRECT,
+        AnswerStatus.WRONG,
+        AnswerStatus.CORRECT,
+        AnswerStatus.UNPARSEABLE,
+        AnswerStatus.UNPARSEABLE,
+        AnswerStatus.WRONG,
+        AnswerStatus.WRONG,
     ]
 
 

@@ -44,10 +44,16 @@ def test_helpers_and_classes_are_allowed(executor):
         ("def f(x):\n    return getattr(x, 'imag')", None),
         ("def f(x):\n    return getattr(x, '__class__')", RejectReason.DUNDER_ACCESS),
         ("def f(x):\n    return getattr(x, '_' * 2 + 'class' + '_' * 2)", RejectReason.BANNED_CALL),
-        ("def f(x):\n    return ().__class__.__base__.__subclasses__()", RejectReason.DUNDER_ACCESS),
+        (
+            "def f(x):\n    return ().__class__.__base__.__subclasses__()",
+            RejectReason.DUNDER_ACCESS,
+        ),
         ("def f(x):\n    return f.__globals__", RejectReason.DUNDER_ACCESS),
         ("def f(x):\n    return __builtins__", RejectReason.DUNDER_ACCESS),
-        ("import operator\ndef f(x):\n    return operator.attrgetter('__class__')(x)", RejectReason.DUNDER_ACCESS),
+        (
+            "import operator\ndef f(x):\n    return operator.attrgetter('__class__')(x)",
+            RejectReason.DUNDER_ACCESS,
+        ),
         ("def f(x):\n    return x\n" + "#" * 5000, RejectReason.SOURCE_TOO_LARGE),
     ],
 )
