@@ -60,6 +60,7 @@ __all__ = [
     "PROPOSE_STOP",
     "SOLVE_STOP",
     "STOP_STRINGS",
+    "TAGS",
     "TASK_TYPES",
     "Proposal",
     "parse_proposal",
@@ -83,8 +84,27 @@ SOLVE_STOP: str = "</answer>"
 #: Strings that end generation for either role (pass to the sampler's ``stop``).
 STOP_STRINGS: tuple[str, ...] = (PROPOSE_STOP, SOLVE_STOP)
 
+#: Every tag the formats use; a tokenizer can give each one a single token.
+TAGS: tuple[str, ...] = (
+    *(f"<propose {t}>" for t in TASK_TYPES),
+    *(f"<solve {t}>" for t in TASK_TYPES),
+    "<ref>",
+    "</ref>",
+    "<task>",
+    PROPOSE_STOP,
+    "<prog>",
+    "</prog>",
+    "<in>",
+    "</in>",
+    "<out>",
+    "</out>",
+    "<answer>",
+    SOLVE_STOP,
+)
+
 _PROG_RE = re.compile(r"<prog>\n(.*?)\n</prog>", re.DOTALL)
-_IN_RE = re.compile(r"<in>(.*?)</in>")
+# One input per line; greedy within the line so that a string holding "</in>" survives.
+_IN_RE = re.compile(r"^<in>(.*)</in>$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -113,9 +133,7 @@ class Proposal:
         inputs = tuple(str(x).strip() for x in self.inputs)
         want = _n_inputs(self.task_type)
         if len(inputs) != want:
-            raise ValueError(
-                f"Proposal: {self.task_type} takes {want} input(s), got {len(inputs)}"
-            )
+            raise ValueError(f"Proposal: {self.task_type} takes {want} input(s), got {len(inputs)}")
         object.__setattr__(self, "program", self.program.strip("\n"))
         object.__setattr__(self, "inputs", inputs)
 
