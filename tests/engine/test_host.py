@@ -152,6 +152,10 @@ def test_sampling_is_seeded_and_respects_stops_budgets_and_n(host):
     assert first[0].prompt_ids == first[1].prompt_ids != first[2].prompt_ids
     assert first[0].token_ids != first[1].token_ids  # the n samples of one prompt differ
 
+    # A row's sample depends on its adapter, prompt, repeat and the seed, not on its neighbours.
+    alone = host.generate(PROMPTS[1:2], ["b"], params)
+    assert [g.token_ids for g in alone] == [g.token_ids for g in first[2:]]
+
     # A stop string taken from an unconstrained sample ends that sample right there.
     free = host.generate(PROMPTS[:1], ["a"], SamplingParams(max_new_tokens=12, temperature=0))[0]
     stop = free.text[3:5]
@@ -188,3 +192,13 @@ def test_generate_validates_its_arguments(host):
         SamplingParams(max_new_tokens=0)
     assert host.generate([], [], GREEDY) == []
     assert isinstance(host.generate(["a"], [None], GREEDY)[0], Generation)
+
+
+def test_batches_larger_than_max_batch_size_are_chunked(tiny_model_dir, host):
+    small = AdapterHost(tiny_model_dir, max_batch_size=3)
+    for name in ["a", "b", "c"]:
+        small.add_adapter(name, host.genome(name))
+    adapter_ids = ["a", "b", None, "c"]
+    chunked = small.generate(PROMPTS, adapter_ids, GREEDY)
+    whole = host.generate(PROMPTS, adapter_ids, GREEDY)
+    assert [g.token_ids for g in chunked] == [g.token_ids for g in whole]
