@@ -31,6 +31,7 @@ from ._literals import (
     parse_literal,
     values_equal,
 )
+from ._static import BANNED_CALLS, BANNED_MODULES, RejectReason, Validation, check_source
 from ._tasks import (
     TASK_TYPES,
     AnswerStatus,
@@ -40,14 +41,7 @@ from ._tasks import (
     check_answers,
     make_task,
 )
-from ._validate import (
-    BANNED_CALLS,
-    BANNED_MODULES,
-    RejectReason,
-    Validation,
-    check_source,
-    validate_program,
-)
+from ._validate import validate_program
 
 __all__ = [
     "BANNED_CALLS",

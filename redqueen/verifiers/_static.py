@@ -1,0 +1,316 @@
+"""Static checks on program text (no execution): :func:`check_source`, the banned lists.
+
+The lists are a first line of defence that keeps proposed tasks pure and deterministic; the
+sandbox (:class:`~redqueen.verifiers.Executor`) holds even against programs that pass them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "BANNED_CALLS",
+    "BANNED_MODULES",
+    "MAX_INPUT_CHARS",
+    "MAX_OUTPUT_CHARS",
+    "MAX_SOURCE_CHARS",
+    "RejectReason",
+    "Validation",
+    "check_source",
+    "reject",
+]
+
+#: Modules a program may not import (the root of a dotted name is checked).
+BANNED_MODULES = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "socket",
+        "shutil",
+        "random",
+        "time",
+        "datetime",
+        "threading",
+        "multiprocessing",
+        "ctypes",
+        "importlib",
+        "io",
+        "pathlib",
+        "signal",
+        "builtins",
+        "gc",
+        "inspect",
+        "pickle",
+        "marshal",
+        "tempfile",
+        "glob",
+        "asyncio",
+        "concurrent",
+        "select",
+        "selectors",
+        "resource",
+        "fcntl",
+        "mmap",
+        "pty",
+        "posix",
+        "nt",
+        "code",
+        "codeop",
+        "runpy",
+        "site",
+        "sysconfig",
+        "urllib",
+        "http",
+        "ftplib",
+        "smtplib",
+        "socketserver",
+        "ssl",
+        "uuid",
+        "secrets",
+        "weakref",
+        "atexit",
+        "faulthandler",
+        "tracemalloc",
+        "traceback",
+        "types",
+        "_thread",
+        "_posixsubprocess",
+        "_socket",
+        "_io",
+        "_ctypes",
+        "zipimport",
+        "pdb",
+        "webbrowser",
+        "shelve",
+        "dbm",
+        "sqlite3",
+        "logging",
+        "warnings",
+        "platform",
+        "getpass",
+        "pwd",
+        "grp",
+    }
+)
+#: Built-in names a program may not call (or even mention).
+BANNED_CALLS = frozenset(
+    {
+        "open",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "input",
+        "globals",
+        "locals",
+        "vars",
+        "breakpoint",
+        "help",
+        "exit",
+        "quit",
+        "memoryview",
+        "__build_class__",
+    }
+)
+_ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+_ALLOWED_DUNDERS = frozenset(
+    {
+        "__init__",
+        "__repr__",
+        "__str__",
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__len__",
+        "__iter__",
+        "__next__",
+        "__contains__",
+        "__getitem__",
+        "__setitem__",
+        "__delitem__",
+        "__add__",
+        "__sub__",
+        "__mul__",
+        "__truediv__",
+        "__floordiv__",
+        "__mod__",
+        "__pow__",
+        "__neg__",
+        "__pos__",
+        "__abs__",
+        "__bool__",
+        "__call__",
+        "__radd__",
+        "__rsub__",
+        "__rmul__",
+        "__post_init__",
+        "__name__",
+    }
+)
+#: Default limits; see :func:`validate_program`.
+MAX_SOURCE_CHARS = 4000
+MAX_OUTPUT_CHARS = 2000
+MAX_INPUT_CHARS = 1000
+
+
+class RejectReason(str, Enum):
+    """Why a program (or one of its inputs) was rejected; stable codes for logs and metrics."""
+
+    EMPTY = "empty"
+    SOURCE_TOO_LARGE = "source_too_large"
+    SYNTAX_ERROR = "syntax_error"
+    NO_ENTRY_FUNCTION = "no_entry_function"
+    BANNED_IMPORT = "banned_import"
+    BANNED_CALL = "banned_call"
+    DUNDER_ACCESS = "dunder_access"
+    NO_INPUTS = "no_inputs"
+    INPUT_NOT_LITERAL = "input_not_literal"
+    INPUT_TOO_LARGE = "input_too_large"
+    DUPLICATE_INPUT = "duplicate_input"
+    TIMEOUT = "timeout"
+    RUNTIME_ERROR = "runtime_error"
+    NONDETERMINISTIC = "nondeterministic"
+    OUTPUT_NOT_LITERAL = "output_not_literal"
+    OUTPUT_TOO_LARGE = "output_too_large"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The verdict on a program and its inputs.
+
+    Attributes:
+        ok: Whether the program is a valid task.
+        reason: Why not (None when ``ok``).
+        detail: A human-readable explanation (empty when ``ok``).
+        outputs: The gold outputs (``repr`` strings), one per input, when ``ok``; else empty.
+    """
+
+    ok: bool
+    reason: RejectReason | None = None
+    detail: str = ""
+    outputs: tuple[str, ...] = ()
+
+
+def reject(reason: RejectReason, detail: str) -> Validation:
+    """A failed :class:`Validation` with its reason and explanation."""
+    return Validation(ok=False, reason=reason, detail=detail, outputs=())
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+class _BanChecker(ast.NodeVisitor):
+    """Walks a program's AST and records the first banned construct."""
+
+    def __init__(self) -> None:
+        self.found: tuple[RejectReason, str] | None = None
+
+    def _flag(self, reason: RejectReason, detail: str) -> None:
+        if self.found is None:
+            self.found = (reason, detail)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.name.split(".")[0] in BANNED_MODULES:
+                self._flag(RejectReason.BANNED_IMPORT, f"import of banned module {alias.name!r}")
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level or module.split(".")[0] in BANNED_MODULES:
+            self._flag(RejectReason.BANNED_IMPORT, f"import from banned module {module!r}")
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in BANNED_CALLS:
+            self._flag(RejectReason.BANNED_CALL, f"use of banned name {node.id!r}")
+        elif _is_dunder(node.id) and node.id != "__name__":
+            self._flag(RejectReason.DUNDER_ACCESS, f"use of dunder name {node.id!r}")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if _is_dunder(node.attr) and node.attr not in _ALLOWED_DUNDERS:
+            self._flag(RejectReason.DUNDER_ACCESS, f"access to attribute {node.attr!r}")
+        elif node.attr.startswith("_") and node.attr in ("_exit", "_getframe", "_current_frames"):
+            self._flag(RejectReason.BANNED_CALL, f"access to attribute {node.attr!r}")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _ATTRIBUTE_BUILTINS:
+            name = node.args[1] if len(node.args) > 1 else None
+            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+                self._flag(RejectReason.BANNED_CALL, f"{func.id}() with a computed attribute name")
+            elif name.value.startswith("_"):
+                self._flag(
+                    RejectReason.DUNDER_ACCESS, f"{func.id}() of private attribute {name.value!r}"
+                )
+        self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # Strings naming dunders feed getattr-style tricks (e.g. via operator.attrgetter).
+        if (
+            isinstance(node.value, str)
+            and "__" in node.value
+            and any(
+                part in node.value
+                for part in (
+                    "__class__",
+                    "__subclasses__",
+                    "__globals__",
+                    "__builtins__",
+                    "__bases__",
+                    "__mro__",
+                    "__code__",
+                    "__dict__",
+                    "__import__",
+                    "__loader__",
+                    "__spec__",
+                )
+            )
+        ):
+            self._flag(RejectReason.DUNDER_ACCESS, "string constant naming a dunder attribute")
+
+
+def check_source(program: str, *, max_source_chars: int = MAX_SOURCE_CHARS) -> Validation:
+    """Static checks only (no execution): size, syntax, entry function ``f``, banned AST nodes.
+
+    Args:
+        program: The program text.
+        max_source_chars: Longest accepted program.
+
+    Returns:
+        A :class:`Validation` with ``ok`` and no outputs, or the first rejection.
+    """
+    if not isinstance(program, str) or not program.strip():
+        return reject(RejectReason.EMPTY, "program is empty")
+    if len(program) > max_source_chars:
+        return reject(
+            RejectReason.SOURCE_TOO_LARGE,
+            f"program has {len(program)} characters (limit {max_source_chars})",
+        )
+    try:
+        tree = ast.parse(program)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        return reject(RejectReason.SYNTAX_ERROR, f"does not parse: {exc}")
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "f" for n in tree.body):
+        return reject(RejectReason.NO_ENTRY_FUNCTION, "no top-level function named 'f'")
+    checker = _BanChecker()
+    try:
+        checker.visit(tree)
+    except RecursionError:
+        return reject(RejectReason.SYNTAX_ERROR, "program nests too deeply")
+    if checker.found is not None:
+        return reject(*checker.found)
+    return Validation(ok=True)
