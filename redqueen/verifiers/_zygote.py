@@ -32,9 +32,11 @@ import sys
 
 if __package__:
     from ._child import CappedWriter, refuse_socket, run_child
+    from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_network
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
 else:  # run as a script: the sibling modules are importable from the script's directory
     from _child import CappedWriter, refuse_socket, run_child
+    from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_network
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
 
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
@@ -64,9 +66,6 @@ PRELOAD = (
     "unicodedata",
 )
 _PR_GET_NO_NEW_PRIVS = 39
-_CLONE_NEWNS = 0x00020000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
-_MNT_DETACH = 2
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
 _PIPE_CAPACITY = 1 << 20
 _WORKDIR_BYTES = 16 * 2**20
@@ -111,7 +110,7 @@ class Zygote:
         self.max_stdout_chars = int(config["max_stdout_chars"])
         self.temp_root = str(config["temp_root"])
         self.is_root = os.geteuid() == 0
-        self.netns = self._unshare_network()
+        self.netns = unshare_network()
         abi = landlock_abi()
         self.landlock = Landlock(abi) if abi >= 1 else None
         program = build_filter(allow_fs_writes=self.landlock is not None)
@@ -131,7 +130,7 @@ class Zygote:
         self.server_pid = os.getpid()
         # One private directory per server, emptied after any run that wrote to it; a size- and
         # inode-capped tmpfs seen only by this server and its children where mounts are allowed.
-        self.tmpfs = self._private_mounts()
+        self.tmpfs = private_mounts()
         self.workdir = ""
         self.ruleset_fd = -1
         self._fresh_workdir()
@@ -174,39 +173,9 @@ class Zygote:
         if self.seccomp is not None:
             self.seccomp.warm_up()
 
-    @staticmethod
-    def _unshare_network() -> bool:
-        """Move this server (and so every child) into an empty network namespace if allowed."""
-        libc = ctypes.CDLL(None, use_errno=True)
-        clone_newnet, clone_newuser = 0x40000000, 0x10000000
-        if libc.unshare(clone_newnet) == 0:
-            return True
-        uid, gid = os.getuid(), os.getgid()
-        if libc.unshare(clone_newnet | clone_newuser) != 0:
-            return False
-        # Unprivileged: map our own ids one-to-one, so files keep their owner.
-        try:
-            for name, text in (
-                ("setgroups", "deny"),
-                ("uid_map", f"{uid} {uid} 1"),
-                ("gid_map", f"{gid} {gid} 1"),
-            ):
-                with open(f"/proc/self/{name}", "w") as handle:
-                    handle.write(text)
-        except OSError:
-            pass
-        return True
-
-    def _private_mounts(self) -> bool:
-        """Enter a private mount namespace (nothing mounted here reaches the host) if allowed."""
-        if self.libc.unshare(_CLONE_NEWNS) != 0:
-            return False
-        # Without private propagation a mount would leak to the host: then mount nothing.
-        return self.libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
-
     def _remove_workdir(self) -> None:
         if self.tmpfs:
-            self.libc.umount2(self.workdir.encode(), _MNT_DETACH)
+            unmount(self.workdir)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _probe_landlock(self) -> None:
@@ -223,13 +192,7 @@ class Zygote:
         os.makedirs(self.temp_root, mode=0o700, exist_ok=True)
         os.mkdir(self.workdir, 0o700)
         if self.tmpfs:
-            options = f"size={_WORKDIR_BYTES},nr_inodes={_WORKDIR_INODES},mode=0700"
-            flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-            if (
-                self.libc.mount(b"tmpfs", self.workdir.encode(), b"tmpfs", flags, options.encode())
-                != 0
-            ):
-                self.tmpfs = False
+            self.tmpfs = mount_tmpfs(self.workdir, size=_WORKDIR_BYTES, inodes=_WORKDIR_INODES)
         if self.is_root:
             os.chown(self.workdir, _NOBODY, _NOBODY)
         if self.landlock is not None:
