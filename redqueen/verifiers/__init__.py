@@ -9,7 +9,8 @@ Tasks:
     :func:`make_task`; :func:`check_answer` / :func:`check_answers` -> :class:`AnswerStatus`.
 
 Validity:
-    :func:`validate_program` -> :class:`Validation` with a :class:`RejectReason`;
+    :func:`validate_program` (and the batched :func:`validate_programs`) -> :class:`Validation`
+    with a :class:`RejectReason`;
     :func:`check_source` (static checks only); :data:`BANNED_MODULES`, :data:`BANNED_CALLS`.
 
 Literals and metrics:
@@ -41,7 +42,7 @@ from ._tasks import (
     check_answers,
     make_task,
 )
-from ._validate import validate_program
+from ._validate import validate_program, validate_programs
 
 __all__ = [
     "BANNED_CALLS",
@@ -67,5 +68,6 @@ __all__ = [
     "parse_args",
     "parse_literal",
     "validate_program",
+    "validate_programs",
     "values_equal",
 ]

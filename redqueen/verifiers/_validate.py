@@ -18,9 +18,9 @@ from ._static import (
 )
 
 if TYPE_CHECKING:
-    from ._executor import Executor
+    from ._executor import ExecResult, Executor
 
-__all__ = ["validate_program"]
+__all__ = ["validate_program", "validate_programs"]
 
 
 def validate_program(
@@ -50,14 +50,69 @@ def validate_program(
 
     Returns:
         A :class:`Validation`; when ``ok``, ``outputs[i]`` is the gold output for ``inputs[i]``.
+
+    Raises:
+        TypeError: If ``inputs`` is a single string instead of a sequence of them.
     """
-    static = check_source(program, max_source_chars=max_source_chars)
-    if not static.ok:
-        return static
+    return validate_programs(
+        [(program, inputs)],
+        executor,
+        max_source_chars=max_source_chars,
+        max_output_chars=max_output_chars,
+        max_input_chars=max_input_chars,
+    )[0]
+
+
+def validate_programs(
+    items: Sequence[tuple[str, Sequence[str]]],
+    executor: Executor,
+    *,
+    max_source_chars: int = MAX_SOURCE_CHARS,
+    max_output_chars: int = MAX_OUTPUT_CHARS,
+    max_input_chars: int = MAX_INPUT_CHARS,
+) -> list[Validation]:
+    """:func:`validate_program` for many ``(program, inputs)`` proposals, all runs in one batch.
+
+    A step's proposals then keep every worker busy instead of validating one at a time.
+
+    Raises:
+        TypeError: If some ``inputs`` is a single string instead of a sequence of them.
+    """
+    verdicts: list[Validation | None] = []
+    pairs: list[tuple[str, str]] = []
+    spans: list[tuple[int, int]] = []  # (verdict index, first pair) per program that runs
+    for program, inputs in items:
+        prepared = _prepare(program, inputs, max_source_chars, max_input_chars)
+        if isinstance(prepared, Validation):
+            verdicts.append(prepared)
+            continue
+        spans.append((len(verdicts), len(pairs)))
+        verdicts.append(None)
+        pairs.extend((program, f"f({args})") for args in prepared)
+    if pairs:
+        # Two runs per input, with heap jitters of opposite parity, so object addresses differ.
+        base = int.from_bytes(os.urandom(1), "little") & 0x0E
+        jitter = [base] * len(pairs) + [base + 5] * len(pairs)
+        results = executor.execute_many(pairs + pairs, heap_jitter=jitter)
+        ends = [start for _, start in spans[1:]] + [len(pairs)]
+        for (k, start), end in zip(spans, ends, strict=True):
+            first = results[start:end]
+            second = results[len(pairs) + start : len(pairs) + end]
+            verdicts[k] = _judge(first, second, max_output_chars)
+    return verdicts  # type: ignore[return-value]
+
+
+def _prepare(
+    program: str, inputs: Sequence[str], max_source_chars: int, max_input_chars: int
+) -> Validation | list[str]:
+    """Static checks; the inputs' canonical argument sources, or the rejection."""
     if isinstance(inputs, str):
         raise TypeError(
             "validate_program: inputs must be a sequence of argument strings, not a str"
         )
+    static = check_source(program, max_source_chars=max_source_chars)
+    if not static.ok:
+        return static
     inputs = list(inputs)
     if not inputs:
         return reject(RejectReason.NO_INPUTS, "no inputs given")
@@ -80,13 +135,13 @@ def validate_program(
         canonical.append(format_args(args, kwargs))
     if len(set(canonical)) != len(canonical):
         return reject(RejectReason.DUPLICATE_INPUT, "two inputs are equal")
-    # Two runs per input with heap jitters of opposite parity: object addresses always differ.
-    base = int.from_bytes(os.urandom(1), "little") & 0x0E
-    pairs = [(program, f"f({args})") for args in canonical]
-    results = executor.execute_many(
-        pairs + pairs, heap_jitter=[base] * len(pairs) + [base + 5] * len(pairs)
-    )
-    first, second = results[: len(pairs)], results[len(pairs) :]
+    return canonical
+
+
+def _judge(
+    first: Sequence[ExecResult], second: Sequence[ExecResult], max_output_chars: int
+) -> Validation:
+    """The verdict from two runs of every input."""
     outputs: list[str] = []
     for i, (a, b) in enumerate(zip(first, second, strict=True)):
         if a.timed_out or b.timed_out:

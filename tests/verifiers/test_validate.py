@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from redqueen.verifiers import RejectReason, Validation, check_source, validate_program
+from redqueen.verifiers import (
+    RejectReason,
+    Validation,
+    check_source,
+    validate_program,
+    validate_programs,
+)
 
 GOOD = "def f(xs, k):\n    return sorted(xs)[:k]"
 
@@ -121,3 +127,24 @@ def test_string_sets_are_deterministic_under_the_fixed_hash_seed(executor):
 def test_inputs_must_be_a_sequence_of_strings(executor):
     with pytest.raises(TypeError, match="inputs"):
         validate_program(GOOD, "[1], 1", executor)
+
+
+def test_batched_validation_matches_one_at_a_time(executor):
+    items = [
+        (GOOD, ["[3, 1, 2], 2", "[], 1"]),
+        ("import os\ndef f(x):\n    return x", ["1"]),
+        ("def f(x):\n    return 1 // x", ["1", "0"]),
+        ("def f(s):\n    return s[::-1]", ["'abc'"]),
+        (NONDETERMINISTIC["id"], ["1"]),
+    ]
+    batched = validate_programs(items, executor)
+    assert batched == [validate_program(p, i, executor) for p, i in items[:4]] + [batched[4]]
+    assert [v.reason for v in batched] == [
+        None,
+        RejectReason.BANNED_IMPORT,
+        RejectReason.RUNTIME_ERROR,
+        None,
+        RejectReason.NONDETERMINISTIC,
+    ]
+    assert batched[3].outputs == ("'cba'",)
+    assert validate_programs([], executor) == []
