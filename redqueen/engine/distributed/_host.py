@@ -1,0 +1,414 @@
+"""The driver side: :class:`RayAdapterHost` and :class:`RayLearner`.
+
+:class:`RayAdapterHost` has the methods of :class:`~redqueen.engine.AdapterHost` that the
+environments use, so an environment runs unchanged on one process or on a cluster. Each
+adapter lives on exactly one worker (the least loaded when it is first added, ties to the
+lowest index); generation rows and learner steps go to that worker; calls to different
+workers run at the same time. Sampling gives the same tokens as one process: every row draws
+from its own stream, keyed by the call seed, its adapter, prompt and repeat index (see
+:func:`redqueen.engine.backends._hf.row_seeds`), and a worker receives each adapter's rows in
+their original order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.engine.distributed._cluster import connect, gather, place_workers
+from redqueen.engine.distributed._worker import HostWorker
+from redqueen.genomes import LoRAGenome
+
+__all__ = ["PendingStats", "RayAdapterHost", "RayLearner"]
+
+
+class RayAdapterHost:
+    """A population's adapters spread over Ray workers, each holding one copy of the base model.
+
+    Args:
+        model: Model id or local folder; ``None`` or ``"tiny-coder"``: the shipped model.
+        workers: Number of worker actors (one base model each; one GPU each on GPU runs).
+        device: Device inside each worker (``"cpu"`` or ``"cuda"``).
+        dtype: Base model dtype name or ``None`` (the host's default).
+        target_modules: Linear modules that carry LoRA factors (``None``: every projection).
+        backend: Generation backend name, used by every worker.
+        address: Ray address to join (``"auto"``, ``"ray://..."``); ``None`` starts or reuses
+            a local cluster.
+        cpus_per_worker: CPUs reserved per worker.
+        gpus_per_worker: GPUs per worker (default 1 when ``device`` is CUDA, else 0).
+        placement: Placement-group strategy for GPU workers: ``"PACK"`` (one multi-GPU node)
+            or ``"SPREAD"`` (across nodes).
+        cpu_threads: Torch threads per worker process (default: ``cpus_per_worker`` on CPU).
+        max_batch_size: Most rows a worker decodes together.
+
+    Raises:
+        ClusterError: If Ray is missing, unreachable, or cannot fit the workers.
+        ValueError: If ``workers < 1``.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        workers: int = 2,
+        device: str = "cpu",
+        dtype: str | None = None,
+        target_modules: Sequence[str] | None = None,
+        backend: str = "hf",
+        address: str | None = None,
+        cpus_per_worker: float = 1.0,
+        gpus_per_worker: float | None = None,
+        placement: str = "PACK",
+        cpu_threads: int | None = None,
+        max_batch_size: int = 64,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"RayAdapterHost: workers must be >= 1, got {workers}")
+        if placement not in ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"):
+            raise ValueError(f"RayAdapterHost: unknown placement strategy {placement!r}")
+        self._ray = connect(address)
+        on_gpu = str(device).startswith("cuda")
+        gpus = (1.0 if on_gpu else 0.0) if gpus_per_worker is None else float(gpus_per_worker)
+        if cpu_threads is None and not on_gpu:
+            cpu_threads = max(1, int(cpus_per_worker))
+        self._group, options = place_workers(
+            workers, cpus=float(cpus_per_worker), gpus=gpus, strategy=placement
+        )
+        path = None if model in (None, "tiny-coder") else str(model)
+        remote = self._ray.remote(HostWorker)
+        self._workers = [
+            remote.options(max_restarts=0, **opt).remote(
+                path,
+                device=device,
+                dtype=dtype,
+                target_modules=None if target_modules is None else tuple(target_modules),
+                backend=backend,
+                cpu_threads=cpu_threads,
+                max_batch_size=max_batch_size,
+            )
+            for opt in options
+        ]
+        self._owner: dict[str, int] = {}
+        self._pending: list[Any] = []
+        self._tokenizer: Any = None
+        try:
+            facts = self._gather([w.describe.remote() for w in self._workers], "start")
+        except BaseException:
+            self.close()
+            raise
+        self.module_shapes: dict[str, tuple[int, int]] = dict(facts[0]["module_shapes"])
+        self.model_path: str = facts[0]["model_path"]
+        self.target_modules: tuple[str, ...] = tuple(facts[0]["target_modules"])
+        self.device: str = facts[0]["device"]
+
+    # -- workers ----------------------------------------------------------------------------
+
+    @property
+    def workers(self) -> int:
+        """Number of worker actors."""
+        return len(self._workers)
+
+    @property
+    def actors(self) -> list[Any]:
+        """The worker actor handles, in index order (for monitoring and fault-injection tests)."""
+        return list(self._workers)
+
+    def placement(self) -> dict[str, int]:
+        """Which worker holds each adapter (adapter id -> worker index)."""
+        return dict(self._owner)
+
+    def _gather(self, refs: Sequence[Any], what: str, owners: Sequence[int] | None = None) -> list:
+        owners = list(range(len(refs))) if owners is None else list(owners)
+
+        def describe(i: int) -> str:
+            index = owners[i]
+            held = sorted(a for a, w in self._owner.items() if w == index)
+            return f"Ray worker {index} (during {what}; adapters {held})"
+
+        return gather(refs, describe)
+
+    def _settle(self) -> None:
+        """Wait for learner steps still in flight, so that their errors surface here."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self._gather([ref for _, ref in pending], "learner step", [w for w, _ in pending])
+
+    def _worker_of(self, adapter_id: str) -> int:
+        try:
+            return self._owner[adapter_id]
+        except KeyError:
+            known = ", ".join(map(repr, self._owner)) or "none"
+            raise KeyError(f"RayAdapterHost has no adapter {adapter_id!r} (held: {known})") from None
+
+    # -- adapters ---------------------------------------------------------------------------
+
+    @property
+    def adapter_ids(self) -> list[str]:
+        """Ids of the adapters the workers hold, in insertion order."""
+        return list(self._owner)
+
+    def add_adapter(self, adapter_id: str, genome: LoRAGenome) -> None:
+        """Add a new adapter on the least loaded worker.
+
+        Raises:
+            ValueError: If the id is taken or the genome does not fit the model.
+        """
+        if adapter_id in self._owner:
+            raise ValueError(f"adapter {adapter_id!r} already exists; use set_adapter to replace it")
+        self.set_adapter(adapter_id, genome)
+
+    def set_adapter(self, adapter_id: str, genome: LoRAGenome) -> None:
+        """Add an adapter or replace its weights (sent as a tensor state dict).
+
+        Raises:
+            ValueError: If the genome does not fit the model (the worker's message).
+        """
+        self._settle()
+        index = self._owner.get(adapter_id)
+        if index is None:
+            loads = [0] * len(self._workers)
+            for w in self._owner.values():
+                loads[w] += 1
+            index = loads.index(min(loads))
+        state = genome.to(device="cpu").state_dict()
+        ref = self._workers[index].set_adapter.remote(adapter_id, state)
+        self._gather([ref], f"set_adapter({adapter_id!r})", [index])
+        self._owner[adapter_id] = index
+
+    def remove_adapter(self, adapter_id: str) -> None:
+        """Remove an adapter and its optimizer state.
+
+        Raises:
+            KeyError: If no worker holds it.
+        """
+        self._settle()
+        index = self._worker_of(adapter_id)
+        self._gather([self._workers[index].remove_adapter.remote(adapter_id)], "remove_adapter", [index])
+        del self._owner[adapter_id]
+
+    def genome(self, adapter_id: str) -> LoRAGenome:
+        """The adapter's current (trained) weights, fetched from its worker.
+
+        Raises:
+            KeyError: If no worker holds it.
+        """
+        return self.genomes([adapter_id])[adapter_id]
+
+    def genomes(self, adapter_ids: Sequence[str]) -> dict[str, LoRAGenome]:
+        """Several adapters' weights, one call per worker, all workers at once.
+
+        Raises:
+            KeyError: If an id is not held.
+        """
+        self._settle()
+        by_worker: dict[int, list[str]] = {}
+        for adapter_id in adapter_ids:
+            by_worker.setdefault(self._worker_of(adapter_id), []).append(adapter_id)
+        order = sorted(by_worker)
+        refs = [self._workers[w].genome_states.remote(by_worker[w]) for w in order]
+        states: dict[str, Any] = {}
+        for part in self._gather(refs, "genome export", order):
+            states.update(part)
+        return {a: LoRAGenome.from_state_dict(states[a]) for a in adapter_ids}
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer, loaded in this process on first use."""
+        if self._tokenizer is None:
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_path)
+        return self._tokenizer
+
+    # -- generation -------------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        adapter_ids: Sequence[str | None],
+        sampling: SamplingParams | Sequence[SamplingParams] | None = None,
+    ) -> list[Generation]:
+        """Sample completions on the workers holding each row's adapter (see ``AdapterHost.generate``).
+
+        Rows without an adapter run on worker 0. Results come back in the caller's order: the
+        ``n`` samples of each prompt next to each other.
+
+        Raises:
+            ValueError: If the lengths disagree or the per-prompt seeds differ.
+            KeyError: If an adapter id is unknown.
+        """
+        prompts = list(prompts)
+        if len(adapter_ids) != len(prompts):
+            raise ValueError(f"generate: {len(prompts)} prompts but {len(adapter_ids)} adapter_ids")
+        sampling = SamplingParams() if sampling is None else sampling
+        per_row = [sampling] * len(prompts) if isinstance(sampling, SamplingParams) else list(sampling)
+        if len(per_row) != len(prompts):
+            raise ValueError(f"generate: {len(prompts)} prompts but {len(per_row)} SamplingParams")
+        if len({p.seed for p in per_row}) > 1:
+            raise ValueError("generate: all SamplingParams of one call must share one seed")
+        rows_of: dict[int, list[int]] = {}
+        for row, adapter_id in enumerate(adapter_ids):
+            index = 0 if adapter_id is None else self._worker_of(adapter_id)
+            rows_of.setdefault(index, []).append(row)
+        self._settle()
+        order = sorted(rows_of)
+        refs = [
+            self._workers[w].generate.remote(
+                [prompts[r] for r in rows_of[w]],
+                [adapter_ids[r] for r in rows_of[w]],
+                [per_row[r] for r in rows_of[w]],
+            )
+            for w in order
+        ]
+        per_prompt: list[list[Generation]] = [[] for _ in prompts]
+        for w, gens in zip(order, self._gather(refs, "generate", order), strict=True):
+            it = iter(gens)
+            for row in rows_of[w]:
+                per_prompt[row] = [next(it) for _ in range(per_row[row].n)]
+        return [g for block in per_prompt for g in block]
+
+    # -- learner, executor, lifetime --------------------------------------------------------
+
+    def make_learner(self, config: Any = None) -> RayLearner:
+        """A learner whose steps run on the workers (each keeps its adapters' optimizer states).
+
+        Args:
+            config: A :class:`~redqueen.engine.LearnerConfig` (``None``: defaults).
+        """
+        return RayLearner(self, config)
+
+    def make_executor(self, settings: Mapping[str, Any] | None = None) -> Any:
+        """A sandbox executor pool spread over the cluster's CPUs (one actor per worker).
+
+        Closing the pool (an environment's ``close``) also stops this host's workers.
+
+        Args:
+            settings: ``Executor`` settings ``{"workers", "timeout", "memory_mb"}``.
+        """
+        from redqueen.engine.distributed._executor import RayExecutorPool
+
+        settings = dict(settings or {})
+        return RayExecutorPool(
+            actors=len(self._workers),
+            workers=settings.get("workers"),
+            timeout=settings.get("timeout", 2.0),
+            memory_mb=settings.get("memory_mb", 512),
+            closes=(self,),
+        )
+
+    def close(self) -> None:
+        """Stop the workers and free their placement group (safe to call twice)."""
+        workers, self._workers = getattr(self, "_workers", []), []
+        for actor in workers:
+            self._ray.kill(actor)
+        group, self._group = getattr(self, "_group", None), None
+        if group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(group)
+        self._owner = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"RayAdapterHost(model={self.model_path!r}, workers={len(self._workers)}, "
+            f"device={self.device!r}, adapters={self.adapter_ids})"
+        )
+
+
+class RayLearner:
+    """The :class:`~redqueen.engine.Learner` interface, each step run on the adapter's worker.
+
+    :meth:`step` returns at once with a :class:`PendingStats`; steps on different workers run
+    at the same time, and each worker runs its calls in order, so the next generation on that
+    worker sees the updated adapter. Errors surface at the host's next call or when the stats
+    are read.
+
+    Args:
+        host: The :class:`RayAdapterHost` whose workers hold the adapters.
+        config: A :class:`~redqueen.engine.LearnerConfig` (``None``: defaults), sent to every
+            worker.
+    """
+
+    def __init__(self, host: RayAdapterHost, config: Any = None) -> None:
+        from redqueen.engine import LearnerConfig
+
+        self.host = host
+        self.config = config if config is not None else LearnerConfig()
+        refs = [w.configure_learner.remote(self.config) for w in host._workers]
+        host._gather(refs, "learner setup")
+
+    def step(self, adapter_id: str, rollouts: Sequence[Any]) -> PendingStats:
+        """Start one update of ``adapter_id`` on its worker.
+
+        Raises:
+            KeyError: If no worker holds the adapter.
+        """
+        index = self.host._worker_of(adapter_id)
+        ref = self.host._workers[index].learner_step.remote(adapter_id, list(rollouts))
+        self.host._pending.append((index, ref))
+        return PendingStats(self.host, index, ref)
+
+    def forget(self, adapter_id: str) -> None:
+        """Drop an adapter's optimizer state (nothing to do once the host removed it)."""
+        index = self.host._owner.get(adapter_id)
+        if index is not None:
+            self.host._gather(
+                [self.host._workers[index].learner_forget.remote(adapter_id)], "forget", [index]
+            )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every worker's optimizer states merged into one ``Learner.state_dict``."""
+        self.host._settle()
+        parts = self.host._gather([w.learner_state.remote() for w in self.host._workers], "state")
+        optimizers: dict[str, Any] = {}
+        for part in parts:
+            optimizers.update(part["optimizers"])
+        return {"config": parts[0]["config"], "optimizers": optimizers}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Send each worker the optimizer states of its adapters.
+
+        Raises:
+            KeyError: If the state lacks ``optimizers`` or names an adapter no worker holds.
+        """
+        if "optimizers" not in state:
+            raise KeyError("RayLearner.load_state_dict: state has no 'optimizers' entry")
+        split: list[dict[str, Any]] = [{} for _ in self.host._workers]
+        for adapter_id, optimizer_state in state["optimizers"].items():
+            split[self.host._worker_of(adapter_id)][adapter_id] = optimizer_state
+        config = state.get("config")
+        refs = [
+            w.learner_load.remote({"config": config, "optimizers": part})
+            for w, part in zip(self.host._workers, split, strict=True)
+        ]
+        self.host._gather(refs, "learner load")
+
+
+class PendingStats:
+    """A learner step in flight; reading any field waits for it (a ``LearnerStats`` then).
+
+    Args:
+        host: The host that tracks in-flight calls.
+        worker: Index of the worker running the step.
+        ref: The Ray object ref of the step's result.
+    """
+
+    def __init__(self, host: RayAdapterHost, worker: int, ref: Any) -> None:
+        self._host, self._worker, self._ref = host, worker, ref
+        self._value: Any = None
+
+    def result(self) -> Any:
+        """The step's ``LearnerStats`` (waits for it)."""
+        if self._value is None:
+            self._value = self._host._gather([self._ref], "learner step", [self._worker])[0]
+        return self._value
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.result(), name)
+
+    def __repr__(self) -> str:
+        return f"PendingStats({self.result()!r})" if self._value is not None else "PendingStats(...)"
