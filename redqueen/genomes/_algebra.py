@@ -165,8 +165,34 @@ def _core_svd(core: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return tuple(torch.linalg.svd(core, full_matrices=False))
 
 
+#: Largest ratio of Cholesky diagonal entries (a condition estimate of the factor) for which the
+#: Cholesky route is used; beyond it the eigen-decomposition handles (near) rank deficiency.
+_CHOLESKY_MAX_RATIO = 1e4
+
+
 def _gram_core(gb: Tensor, ga: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """From Gram matrices ``b^T b`` and ``a a^T``, maps ``Pb, Pa`` with ``U = b Pb``, ``V = a^T Pa``."""
+    """From Gram matrices ``b^T b`` and ``a a^T``, maps ``Pb, Pa`` with ``U = b Pb``, ``V = a^T Pa``.
+
+    Well-conditioned batches take the Cholesky route (``b = Qb Rb`` with ``Rb^T Rb = b^T b``,
+    cheap triangular work); any (near) rank-deficient member sends the batch to the
+    eigen-decomposition route, which drops directions without energy.
+    """
+    lb, info_b = torch.linalg.cholesky_ex(gb)
+    la, info_a = torch.linalg.cholesky_ex(ga)
+    if bool((info_b == 0).all() & (info_a == 0).all()):
+        db = torch.diagonal(lb, dim1=-2, dim2=-1).abs()
+        da = torch.diagonal(la, dim1=-2, dim2=-1).abs()
+        ratio = torch.maximum(db.amax(-1) / db.amin(-1), da.amax(-1) / da.amin(-1))
+        if bool((ratio < _CHOLESKY_MAX_RATIO).all()):
+            u, s, wh = torch.linalg.svd(lb.mT @ la, full_matrices=False)  # Rb Ra^T
+            pb = torch.linalg.solve_triangular(lb.mT, u, upper=True)
+            pa = torch.linalg.solve_triangular(la.mT, wh.mT, upper=True)
+            return pb, s, pa
+    return _gram_eigen_core(gb, ga)
+
+
+def _gram_eigen_core(gb: Tensor, ga: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """:func:`_gram_core` through eigen-decompositions; robust to rank deficiency."""
     lb, vb = torch.linalg.eigh(gb)
     la, va = torch.linalg.eigh(ga)
     lb, la = lb.clamp_min(0), la.clamp_min(0)

@@ -210,3 +210,12 @@ def test_weighted_svd_on_cuda_matches_cpu(method, small_on_cpu):
     assert on_gpu.device.type == "cuda"
     for name in shapes:
         torch.testing.assert_close(on_gpu.delta_weight(name).cpu(), on_cpu.delta_weight(name))
+
+
+def test_gram_route_handles_rank_deficient_stacks():
+    # [B, B] is rank deficient, so the Cholesky route must hand over to the eigen route.
+    (g,) = random_genomes(11, {"m": (20, 12), "n": (20, 12)}, [4], [8.0])
+    for method in ("qr", "gram"):
+        child = weighted_svd([g, g], [0.5, 0.5], method=method)
+        for name in g.modules:
+            assert rel(child.delta_weight(name), g.delta_weight(name)) < 1e-6
