@@ -64,6 +64,9 @@ class SurrogateEnv(Environment):
         teacher_reward: Teacher reward (default PopuLoRA's).
         student_reward: Student reward.
         seed: Seeds the frozen model, the founders and every random choice.
+        workers: Ray actors that play the matches and compute the updates, each holding a
+            replica of the frozen model (``0``: this process). Results do not depend on it.
+        ray_address: Ray cluster to join when ``workers > 0`` (``None``: a local cluster).
 
     Raises:
         ValueError: If a role is empty or a size is not positive.
@@ -100,6 +103,8 @@ class SurrogateEnv(Environment):
         teacher_reward: TeacherReward | None = None,
         student_reward: StudentReward | None = None,
         seed: int = 0,
+        workers: int = 0,
+        ray_address: str | None = None,
     ) -> None:
         for name, value in (("teachers", teachers), ("students", students), ("dim", dim), ("hidden", hidden),
                             ("tasks_per_teacher", tasks_per_teacher), ("answers_per_task", answers_per_task)):
@@ -140,6 +145,13 @@ class SurrogateEnv(Environment):
                 genome = LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
                                            std=init_std, base_model="surrogate-mlp")
                 self._admit(Individual(self.population.new_id(role), role, genome, self.objectives[role].weights), 0)
+        self._pool = None
+        if workers > 0:  # replicas rebuild the same frozen model from the same seed
+            from redqueen.engine.distributed import ActorMap
+
+            replica = {"teachers": 1, "students": 1, "dim": dim, "hidden": hidden, "tolerance": tolerance,
+                       "answer_noise": answer_noise, "domain": domain, "lr": lr, "seed": seed}
+            self._pool = ActorMap(SurrogateEnv, replica, actors=workers, address=ray_address)
 
     # -- the model -------------------------------------------------------------------------
     def forward(self, x: torch.Tensor, genome: LoRAGenome | None,
@@ -213,17 +225,12 @@ class SurrogateEnv(Environment):
         teachers, students = self.population.members("teacher"), self.population.members("student")
         pairs = self.matchmaker.pair([t.id for t in teachers], [s.id for s in students], self.ratings, self.rng)
         probes = torch.randn(len(pairs), self.n_tasks, self.dim, generator=self.torch_rng)
+        noises = [torch.randn(self.n_answers, self.n_tasks, self.dim, generator=self.torch_rng) for _ in pairs]
+        games = self._map("play", [(self.population.get(tid).genome, self.population.get(sid).genome, probe, noise)
+                                   for (tid, sid), probe, noise in zip(pairs, probes, noises, strict=True)])
         rows, seen = [], {ind.id: _Seen() for ind in self.population.living}
-        for (tid, sid), probe in zip(pairs, probes, strict=True):
-            teacher, student = self.population.get(tid), self.population.get(sid)
+        for (tid, sid), probe, (tasks, valid, answers, err) in zip(pairs, probes, games, strict=True):
             seen[tid].partner = sid
-            with torch.no_grad():
-                tasks, pre = self.propose(teacher.genome, probe)
-                valid = self.is_valid(pre)
-                clean = self.forward(tasks, student.genome)
-                noise = torch.randn(self.n_answers, *clean.shape, generator=self.torch_rng)
-                answers = clean + self.answer_noise * noise  # (answers, tasks, d)
-                err = (answers - self.solution(tasks)).abs().amax(dim=2)
             statuses = np.where(~torch.isfinite(answers).all(2).numpy() | (answers.abs().amax(2) > 10).numpy(),
                                 "unparseable", np.where((err < self.tolerance).numpy(), "correct", "wrong"))
             rates = []
@@ -255,34 +262,62 @@ class SurrogateEnv(Environment):
         return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=self._rating_rows(step),
                           births=births, deaths=deaths)
 
-    # -- learning, statistics, reports -----------------------------------------------------
-    def _learn(self, seen: dict[str, _Seen]) -> None:
-        """One gradient step per member that played; genomes are replaced, never edited."""
-        updates: dict[str, LoRAGenome] = {}
-        for ind in self.population.living:
-            record = seen[ind.id]
-            if not record.probes and not record.tasks:
-                continue
+    # -- the work of one step, per match and per member (run here or on Ray replicas) ------
+    def _map(self, method: str, items: list[tuple]) -> list[Any]:
+        if self._pool is None:
+            return [getattr(self, method)(*item) for item in items]
+        return self._pool.map(method, items)
+
+    def play(self, teacher: LoRAGenome, student: LoRAGenome, probe: torch.Tensor,
+             noise: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One match: the teacher's tasks from ``probe``, the student's noisy answers.
+
+        Returns:
+            ``(tasks (t, d), valid (t,), answers (n, t, d), max-norm errors (n, t))``.
+        """
+        with torch.no_grad(), _one_thread():
+            tasks, pre = self.propose(teacher, probe)
+            valid = self.is_valid(pre)
+            answers = self.forward(tasks, student) + self.answer_noise * noise  # (answers, tasks, d)
+            err = (answers - self.solution(tasks)).abs().amax(dim=2)
+        return tasks, valid, answers, err
+
+    def update(self, role: str, genome: LoRAGenome, partner: LoRAGenome | None,
+               probes: list[torch.Tensor], tasks: list[torch.Tensor]) -> LoRAGenome:
+        """One gradient step of a member on what it met this step; returns the new genome."""
+        with _one_thread():
             factors = {n: (a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_())
-                       for n, (a, b) in ind.genome.items()}
-            if ind.role == "teacher":
-                partner = self.population.get(record.partner)
-                tasks, pre = self.propose(ind.genome, torch.stack(record.probes), factors)
-                err = (self.forward(tasks, partner.genome) - self.solution(tasks)).abs().amax(dim=1)
+                       for n, (a, b) in genome.items()}
+            if role == "teacher":
+                proposed, pre = self.propose(genome, torch.stack(probes), factors)
+                err = (self.forward(proposed, partner) - self.solution(proposed)).abs().amax(dim=1)
                 p = torch.sigmoid((self.tolerance - err) / (0.1 * self.tolerance))
                 penalty = torch.relu(pre.abs() - self.domain).pow(2).mean()
                 loss = penalty - 4.0 * (p * (1 - p)).mean()  # tasks solved half the time pay most
             else:
-                tasks = torch.stack(record.tasks)
-                loss = (self.forward(tasks, ind.genome, factors) - self.solution(tasks)).pow(2).mean()
+                stacked = torch.stack(tasks)
+                loss = (self.forward(stacked, genome, factors) - self.solution(stacked)).pow(2).mean()
             params = [t for pair in factors.values() for t in pair]
-            grads = torch.autograd.grad(loss, params)
-            it = iter(grads)
-            updates[ind.id] = ind.genome.replace(
+            it = iter(torch.autograd.grad(loss, params))
+            return genome.replace(
                 {n: ((a - self.lr * next(it)).detach(), (b - self.lr * next(it)).detach()) for n, (a, b) in factors.items()}
             )
-        for member_id, genome in updates.items():
-            self.population.get(member_id).genome = genome
+
+    def close(self) -> None:
+        """Stop the Ray replicas, if any (safe to call twice)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    # -- learning, statistics, reports -----------------------------------------------------
+    def _learn(self, seen: dict[str, _Seen]) -> None:
+        """One gradient step per member that played; genomes are replaced, never edited."""
+        members = [ind for ind in self.population.living if seen[ind.id].probes or seen[ind.id].tasks]
+        items = [(ind.role, ind.genome,
+                  self.population.get(seen[ind.id].partner).genome if ind.role == "teacher" else None,
+                  seen[ind.id].probes, seen[ind.id].tasks) for ind in members]
+        for ind, genome in zip(members, self._map("update", items), strict=True):
+            ind.genome = genome
 
     def _describe(self, seen: dict[str, _Seen]) -> None:
         """Objectives, behaviour descriptors and lexicase cases of every living member."""
