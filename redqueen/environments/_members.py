@@ -93,7 +93,10 @@ def make_host(
             raise OSError(message) from error
     elif host.adapter_ids:
         raise ValueError(f"the host must hold no adapters, it holds {host.adapter_ids}")
-    trainer = Learner(host, learner if learner is not None else LearnerConfig())
+    config = learner if learner is not None else LearnerConfig()
+    if hasattr(host, "make_learner"):  # a cluster host: learner steps and sandbox on its workers
+        return host, host.make_learner(config), host.make_executor(executor)
+    trainer = Learner(host, config)
     return host, trainer, Executor(**dict(executor or {}))
 
 

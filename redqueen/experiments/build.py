@@ -98,6 +98,8 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
             "student": tuple(cfg.objectives.student),
             "solo": tuple(cfg.objectives.solo),
         },
+        "workers": lambda: cfg.engine.workers,
+        "ray_address": lambda: cfg.engine.ray_address,
     }
 
 
@@ -218,6 +220,21 @@ def _construct(cls: type, cfg: ExperimentConfig, kwargs: dict[str, Any]) -> Any:
         raise ConfigError(f"environment: cannot build {cfg.environment.name!r}: {message}") from None
 
 
+def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """With ``engine.workers > 0``, the model is loaded on Ray workers instead (see
+    :func:`redqueen.engine.distributed.cluster_host`)."""
+    if cfg.engine.workers < 1:
+        return kwargs
+    from redqueen.engine.distributed import ClusterError, cluster_host
+
+    try:
+        return {**kwargs, "host": cluster_host(cfg)}
+    except ClusterError as error:
+        raise ConfigError(f"engine: {error}") from None
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"model.name: {error}") from None
+
+
 def _build_coevolution(cfg: ExperimentConfig) -> Any:
     from redqueen.environments.coevolution import CoevolutionEnv
 
@@ -228,7 +245,7 @@ def _build_coevolution(cfg: ExperimentConfig) -> Any:
         )
     kwargs = _code_env_kwargs(cfg)
     kwargs.update(teachers=pop.teachers, students=pop.students, replacement=replacement_config(cfg))
-    return _construct(CoevolutionEnv, cfg, kwargs)
+    return _construct(CoevolutionEnv, cfg, _with_cluster_host(cfg, kwargs))
 
 
 def _build_selfplay(cfg: ExperimentConfig) -> Any:
@@ -243,7 +260,7 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
         raise ConfigError("population.solo: selfplay needs at least one solo agent")
     kwargs = _code_env_kwargs(cfg)
     kwargs["solo"] = cfg.population.solo
-    return _construct(SelfPlayEnv, cfg, kwargs)
+    return _construct(SelfPlayEnv, cfg, _with_cluster_host(cfg, kwargs))
 
 
 #: Builders for environments whose constructors take more than the standard keywords.

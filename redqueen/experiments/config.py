@@ -210,6 +210,27 @@ class LoggingConfig(_Section):
     wandb_entity: str | None = None
 
 
+class EngineConfig(_Section):
+    """Where the model runs: one process (``workers: 0``) or Ray worker actors.
+
+    Args:
+        workers: Ray workers, each holding one copy of the base model and a share of the
+            adapters (one GPU each on CUDA); ``0`` runs everything in this process. Results
+            do not depend on it.
+        ray_address: Cluster to join (``"auto"``, ``"ray://head:10001"``); ``None`` starts a
+            local Ray instance.
+        cpus_per_worker: CPUs Ray reserves per worker.
+        gpus_per_worker: GPUs per worker; ``None``: 1 on CUDA, else 0.
+        placement: Placement of GPU workers: ``PACK`` (one multi-GPU node) or ``SPREAD``.
+    """
+
+    workers: int = Field(0, ge=0)
+    ray_address: str | None = None
+    cpus_per_worker: float = Field(1.0, ge=0)
+    gpus_per_worker: float | None = Field(None, ge=0)
+    placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
+
+
 class ExperimentConfig(_Section):
     """Everything one experiment needs; see the section classes for each field."""
 
@@ -224,6 +245,7 @@ class ExperimentConfig(_Section):
     learner: LearnerSettings = LearnerSettings()
     sampling: SamplingConfig = SamplingConfig()
     logging: LoggingConfig = LoggingConfig()
+    engine: EngineConfig = EngineConfig()
 
     def to_yaml_dict(self) -> dict[str, Any]:
         """The fully resolved configuration as plain YAML-safe data (what ``config.yaml`` holds)."""

@@ -11,6 +11,7 @@
   cluster's CPUs.
 - :class:`ActorMap`: a stateless map over actors holding a replica (the surrogate
   environment's frozen model); a lost actor costs a retry.
+- :func:`cluster_host`: the host a run configuration's ``engine`` section asks for.
 - :func:`connect`, :class:`ClusterError`, :class:`WorkerLostError`.
 
 Ray is an optional dependency (``pip install 'redqueen[ray]'``); nothing here imports it until
@@ -20,6 +21,7 @@ from its own seeded stream (see :func:`redqueen.engine.backends._hf.row_seeds`).
 
 from __future__ import annotations
 
+from redqueen.engine.distributed._build import cluster_host
 from redqueen.engine.distributed._cluster import ClusterError, WorkerLostError, connect
 from redqueen.engine.distributed._executor import RayExecutorPool
 from redqueen.engine.distributed._host import PendingStats, RayAdapterHost, RayLearner
@@ -35,5 +37,6 @@ __all__ = [
     "RayExecutorPool",
     "RayLearner",
     "WorkerLostError",
+    "cluster_host",
     "connect",
 ]

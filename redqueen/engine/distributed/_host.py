@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from redqueen.engine._sampling import Generation, SamplingParams
-from redqueen.engine.distributed._cluster import connect, gather, place_workers
+from redqueen.engine.distributed._cluster import (
+    ClusterError,
+    WorkerLostError,
+    connect,
+    gather,
+    place_workers,
+)
 from redqueen.engine.distributed._worker import HostWorker
 from redqueen.genomes import LoRAGenome
 
@@ -95,6 +101,11 @@ class RayAdapterHost:
         self._tokenizer: Any = None
         try:
             facts = self._gather([w.describe.remote() for w in self._workers], "start")
+        except WorkerLostError as error:
+            self.close()
+            raise ClusterError(
+                f"RayAdapterHost: workers could not load model {model!r}: {error.__cause__}"
+            ) from error
         except BaseException:
             self.close()
             raise
