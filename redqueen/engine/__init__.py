@@ -8,10 +8,12 @@
 - :class:`Learner`, :class:`LearnerConfig`, :class:`LearnerStats`: REINFORCE++ with a
   PPO-clipped ratio, one adapter at a time, per-adapter AdamW state.
 - :class:`Rollout`, :func:`whiten_advantages`: the learner's input.
+- :func:`tiny_coder_path`: folder of the shipped default base model (from :mod:`redqueen.assets`).
 """
 
 from __future__ import annotations
 
+from redqueen.assets import tiny_coder_path
 from redqueen.engine._host import DEFAULT_TARGET_MODULES, AdapterHost
 from redqueen.engine._learner import Learner, LearnerConfig, LearnerStats
 from redqueen.engine._lora_layer import MultiLoRALinear
@@ -31,5 +33,6 @@ __all__ = [
     "MultiLoRALinear",
     "Rollout",
     "SamplingParams",
+    "tiny_coder_path",
     "whiten_advantages",
 ]
