@@ -73,9 +73,10 @@ class LearnerStats:
             for that reason.
         skipped: ``True`` if the update was not applied (non-finite loss or gradient).
         grad_norm: Gradient norm before clipping.
-        n_tokens: Completion tokens in the batch.
-        clip_fraction: Share of tokens whose ratio was clipped.
-        approx_kl: Mean of ``old - new`` log-probability over tokens (policy drift).
+        n_tokens: Completion tokens in the batch (the loss is their mean).
+        clip_fraction: Share of tokens whose ratio was clipped, over the tokens of rollouts that
+            were run (nonzero advantage, or all with a KL term).
+        approx_kl: Mean of ``old - new`` log-probability over the same tokens (policy drift).
     """
 
     loss: float
@@ -128,13 +129,17 @@ class Learner:
         cfg, host = self.config, self.host
         params, optimizer = self._optimizer(adapter_id)
         n_tokens = sum(len(r.token_ids) for r in rollouts)
+        # A rollout with zero advantage adds nothing to the gradient (its clipped surrogate is 0
+        # whatever the ratio), so without a KL term it is not run; it still counts in the mean.
+        active = list(rollouts) if cfg.kl_coef > 0 else [r for r in rollouts if r.advantage != 0]
+        n_active = sum(len(r.token_ids) for r in active)
         for p in params:
             p.grad = None
         loss_sum, clipped, drift = 0.0, 0.0, 0.0
         finite = True
-        for start in range(0, len(rollouts), cfg.micro_batch_size):
+        for start in range(0, len(active), cfg.micro_batch_size):
             batch = _Batch.build(
-                rollouts[start : start + cfg.micro_batch_size], host.pad_token_id, host.device
+                active[start : start + cfg.micro_batch_size], host.pad_token_id, host.device
             )
             advantages = batch.advantages
             if cfg.kl_coef > 0:
@@ -160,6 +165,9 @@ class Learner:
                 )
         grad_norm = math.nan
         if finite:
+            for p in params:  # zero, not absent: AdamW still applies momentum and decay
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
             finite = math.isfinite(grad_norm)
         if finite:
@@ -173,8 +181,8 @@ class Learner:
             skipped=not finite,
             grad_norm=grad_norm,
             n_tokens=n_tokens,
-            clip_fraction=clipped / n_tokens if finite else 0.0,
-            approx_kl=drift / n_tokens if finite else 0.0,
+            clip_fraction=clipped / n_active if finite and n_active else 0.0,
+            approx_kl=drift / n_active if finite and n_active else 0.0,
         )
 
     def _logprobs(self, batch: _Batch) -> Tensor:

@@ -220,3 +220,28 @@ def test_trained_adapter_round_trips_through_peft(tiny_model_dir, tmp_path):
             plain = base(input_ids=ids).logits
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
     assert not torch.allclose(ours, plain, atol=1e-3)  # the adapter matters
+
+
+def test_zero_advantage_rollouts_only_count_in_the_token_mean(tiny_model_dir):
+    results = []
+    for filler_seed in (1, 2):
+        host = make_host(tiny_model_dir)
+        rollouts = rollouts_for(host, [1.0, -1.0, 0.0, 0.0])
+        # Same lengths, other tokens: a rollout with zero advantage must not matter beyond its length.
+        rng = torch.Generator().manual_seed(filler_seed)
+        for i in (2, 3):
+            r = rollouts[i]
+            tokens = torch.randint(3, 50, (len(r.token_ids),), generator=rng).tolist()
+            rollouts[i] = Rollout(r.prompt_ids, tokens, [-1.0] * len(tokens), 0.0)
+        stats = Learner(host, LearnerConfig(lr=1e-2)).step("s", rollouts)
+        assert stats.n_tokens == sum(len(r.token_ids) for r in rollouts)
+        results.append(flat(host))
+    torch.testing.assert_close(results[0], results[1], atol=0, rtol=0)
+
+    host = make_host(tiny_model_dir)
+    before = flat(host).clone()
+    learner = Learner(host, LearnerConfig(lr=1e-2))
+    stats = learner.step("s", rollouts_for(host, [0.0] * len(PROMPTS)))
+    assert not stats.skipped and stats.grad_norm == 0.0
+    assert torch.equal(flat(host), before)  # a zero gradient on fresh Adam moments moves nothing
+    assert float(learner.state_dict()["optimizers"]["s"]["state"][0]["step"]) == 1.0
