@@ -82,7 +82,10 @@ def test_solve_prompt_shows_only_what_the_student_may_see():
 
 
 def test_propose_prompt_lists_references_in_order():
-    refs = [Triplet("def f(x):\n    return x", "3", "3"), Triplet("def f(s):\n    return s[::-1]", "'ab'", "'ba'")]
+    refs = [
+        Triplet("def f(x):\n    return x", "3", "3"),
+        Triplet("def f(s):\n    return s[::-1]", "'ab'", "'ba'"),
+    ]
     prompt = propose_prompt("code_i", refs)
     assert prompt.startswith("<propose code_i>\n") and prompt.endswith("<task>\n")
     assert prompt.count("<ref>") == 2
