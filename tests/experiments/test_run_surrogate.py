@@ -95,7 +95,8 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
     code = "from redqueen.experiments.cli import main; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "run", "surrogate", "--out", str(out), "--no-plots", *ARGS],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     run = RunDirectory(out)
     deadline = time.monotonic() + 120
@@ -104,12 +105,12 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
         while time.monotonic() < deadline and proc.poll() is None:
             ckpt = latest_checkpoint(run.checkpoints_dir) if run.checkpoints_dir.is_dir() else None
             if ckpt is not None and ckpt.step >= 2 and len(run.read_log("metrics")) > ckpt.step:
-                proc.send_signal(signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.01)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     killed_at = latest_checkpoint(run.checkpoints_dir).step
