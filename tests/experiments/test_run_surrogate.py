@@ -168,3 +168,38 @@ def test_readme_plugin_example_runs(tmp_path):
     operators = {r.operator for r in Lineage.from_csv(out / "lineage.csv").records if r.parents}
     assert operators == {"scale_b"}
     assert RunDirectory(out).read_plugins()[0] == str(plugin.resolve())
+
+
+def test_ctrl_c_on_the_command_line_exits_130_after_a_checkpoint(tmp_path):
+    import threading
+
+    out = tmp_path / "ctrl-c"
+    metrics = RunDirectory(out).log_path("metrics")
+
+    def press_ctrl_c_after_the_first_step():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if metrics.exists() and metrics.read_text().count("\n") >= 1:
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.005)
+
+    presser = threading.Thread(target=press_ctrl_c_after_the_first_step, daemon=True)
+    presser.start()
+    args = [a if a != f"steps={STEPS}" else "steps=40" for a in ARGS]
+    result = cli.invoke(app, ["run", "surrogate", "--out", str(out), "--no-plots", *args])
+    presser.join()
+    assert result.exit_code == 130, result.output
+    assert "redqueen resume" in result.stderr
+    done = len(RunDirectory(out).read_log("metrics"))
+    assert 1 <= done < 40
+    assert latest_checkpoint(RunDirectory(out).checkpoints_dir).step == done
+
+
+def test_resume_before_the_first_checkpoint_starts_over(reference, tmp_path):
+    out = tmp_path / "fresh"
+    runner = start_run(load_config("surrogate", SETTINGS), out, plots=False)
+    runner.close()  # killed before any step: a run directory without checkpoints
+    assert latest_checkpoint(RunDirectory(out).checkpoints_dir) is None
+    _invoke("resume", str(out), "--no-plots")
+    assert _snapshot(out) == _snapshot(reference)
