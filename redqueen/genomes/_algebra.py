@@ -20,8 +20,10 @@ from torch import Tensor
 from redqueen.genomes._genome import LoRAGenome
 
 #: Factorisation used by :func:`lowrank_svd`: Householder QR of the stacked factors, or the
-#: eigen-decomposition of their (float64) Gram matrices, which is mostly matrix products.
-METHODS = ("qr", "gram")
+#: Cholesky/eigen-decomposition of their float64 Gram matrices (mostly matrix products), or
+#: ``"auto"``: QR on the CPU, Gram on a GPU, where it measured fastest and most accurate
+#: (benchmarks/README.md, "Operators").
+METHODS = ("auto", "qr", "gram")
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -42,7 +44,7 @@ def lowrank_svd(
     a: Tensor,
     *,
     rank: int | None = None,
-    method: str = "qr",
+    method: str = "auto",
     small_on_cpu: bool | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Thin SVD of ``b @ a`` without forming it, batched over leading dimensions.
@@ -51,11 +53,12 @@ def lowrank_svd(
         b: ``(..., out, k)`` left factors (any scaling already applied).
         a: ``(..., k, in)`` right factors.
         rank: Keep only the top ``rank`` triplets (default: all ``p = min(k, out, in)``).
-        method: ``"qr"`` (Householder QR; the default, most accurate) or ``"gram"`` (float64
-            eigen-decomposition of ``b^T b`` and ``a a^T``; mostly matrix products, fast on GPUs).
+        method: ``"qr"`` (Householder QR of the stacked factors), ``"gram"`` (Cholesky or
+            eigen-decomposition of the float64 Gram matrices ``b^T b`` and ``a a^T``: mostly matrix
+            products) or ``"auto"`` (QR on the CPU, Gram on a GPU).
         small_on_cpu: Run the small ``k x k`` decompositions on the CPU, split over threads,
             when the factors live on a GPU, where batched eigen/SVD solvers of matrices larger
-            than 32 x 32 run one matrix at a time. Default: :data:`SMALL_ON_CPU_DEFAULT`.
+            than 32 x 32 run one matrix at a time. Default (None): yes.
 
     Returns:
         ``(U, S, V)`` with ``U: (..., out, q)``, ``S: (..., q)`` descending, ``V: (..., in, q)`` and
@@ -71,7 +74,7 @@ def lowrank_svd_many(
     pairs: Sequence[tuple[Tensor, Tensor]],
     *,
     rank: int | None = None,
-    method: str = "qr",
+    method: str = "auto",
     small_on_cpu: bool | None = None,
 ) -> list[tuple[Tensor, Tensor, Tensor]]:
     """:func:`lowrank_svd` of several ``(b, a)`` batches of different shapes at once.
@@ -86,8 +89,10 @@ def lowrank_svd_many(
             raise ValueError(
                 f"lowrank_svd: inner dimensions differ: b {tuple(b.shape)}, a {tuple(a.shape)}"
             )
-    if small_on_cpu is None:
-        small_on_cpu = SMALL_ON_CPU_DEFAULT
+    on_gpu = pairs[0][0].device.type != "cpu"
+    if method == "auto":
+        method = "gram" if on_gpu else "qr"
+    small_on_cpu = True if small_on_cpu is None else small_on_cpu
     prepared, smalls = [], []
     for b, a in pairs:
         dtype = compute_dtype(b.dtype)
@@ -101,19 +106,30 @@ def lowrank_svd_many(
             b64, a64 = b.to(torch.float64), a.to(torch.float64)
             prepared.append((b, a))
             smalls.append((b64.mT @ b64, a64 @ a64.mT))
-    offload = small_on_cpu and pairs[0][0].device.type != "cpu"
+    offload = small_on_cpu and on_gpu
     solved = _solve_small(_core_svd if method == "qr" else _gram_core, smalls, offload)
     out = []
     for (left, right), (x, s, y) in zip(prepared, solved, strict=True):
         q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
         if method == "qr":  # U = Qb U_core, V = Qa V_core
-            out.append((left @ x[..., :q], s[..., :q], right @ y[..., :q, :].mT))
+            u, v = left @ x[..., :q], right @ y[..., :q, :].mT
         else:  # U = b Pb, V = a^T Pa
             dtype = left.dtype
-            out.append(
-                (left @ x[..., :q].to(dtype), s[..., :q].to(dtype), right.mT @ y[..., :q].to(dtype))
-            )
-    return out
+            u, v = left @ x[..., :q].to(dtype), right.mT @ y[..., :q].to(dtype)
+        out.append((*_fix_signs(u, v), s[..., :q].to(u.dtype)))
+    return [(u, s, v) for u, v, s in out]
+
+
+def _fix_signs(u: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """Flip each singular pair so the largest-magnitude entry of ``u`` is positive.
+
+    Solvers on different devices return singular vectors with arbitrary signs; operators that
+    act in the singular basis (rotations, masks) then give device-dependent children.
+    """
+    idx = u.abs().argmax(-2, keepdim=True)
+    sign = torch.sign(torch.gather(u, -2, idx))
+    sign = torch.where(sign == 0, torch.ones_like(sign), sign)
+    return u * sign, v * sign
 
 
 def _solve_small(
@@ -139,8 +155,6 @@ def _solve_small(
     return results  # type: ignore[return-value]
 
 
-#: Default of ``small_on_cpu`` in :func:`lowrank_svd` (only matters for factors on a GPU).
-SMALL_ON_CPU_DEFAULT = False
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -247,7 +261,7 @@ def weighted_svd(
     *,
     rank: int | None = None,
     alpha: float | None = None,
-    method: str = "qr",
+    method: str = "auto",
     small_on_cpu: bool | None = None,
 ) -> LoRAGenome:
     """Rank-``r`` truncated SVD of ``sum_i w_i dW_i``, per module, without forming any ``dW``.
@@ -293,7 +307,7 @@ def weighted_svd(
 
 
 def genome_svd(
-    genome: LoRAGenome, *, method: str = "qr"
+    genome: LoRAGenome, *, method: str = "auto"
 ) -> dict[str, tuple[Tensor, Tensor, Tensor]]:
     """Per-module thin SVD ``(U, S, V)`` of ``dW`` (scaling applied), from the factors only."""
     out: dict[str, tuple[Tensor, Tensor, Tensor]] = {}

@@ -30,7 +30,7 @@ def svd_merge(
     *,
     weights: Sequence[float] | None = None,
     rng: torch.Generator | None = None,
-    method: str = "qr",
+    method: str = "auto",
     small_on_cpu: bool | None = None,
 ) -> LoRAGenome:
     """Weighted merge of k parents, truncated to rank r: ``svd_r(sum_i w_i dW_i)``.
@@ -43,7 +43,7 @@ def svd_merge(
         parents: Parents; the child has the first one's rank and alpha.
         weights: One weight per parent (default: the mean, ``1/k`` each).
         rng: Unused.
-        method: ``"qr"`` or ``"gram"`` (see :func:`redqueen.genomes.lowrank_svd`).
+        method: ``"auto"``, ``"qr"`` or ``"gram"`` (see :func:`redqueen.genomes.lowrank_svd`).
         small_on_cpu: Solve the small core problems on the CPU for GPU genomes (same reference).
     """
     return weighted_svd(parents, weights, method=method, small_on_cpu=small_on_cpu)
