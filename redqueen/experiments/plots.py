@@ -127,7 +127,6 @@ def make_plots(
     return PlotReport(written, notes)
 
 
-# ---------------------------------------------------------------- helpers
 def _number(value: Any) -> float | None:
     try:
         number = float(value)
@@ -203,8 +202,6 @@ def _nondominated(points: np.ndarray) -> np.ndarray:
 
     return NonDominatedSorting().do(-points, only_non_dominated_front=True)
 
-
-# ------------------------------------------------------------------ plots
 @PLOTS.register("performance")
 def plot_performance(data: RunData) -> Figure:
     """Student solve rate, teacher reward and valid-task share over time."""
@@ -248,20 +245,22 @@ def plot_complexity(data: RunData) -> Figure:
 
 @PLOTS.register("ratings")
 def plot_ratings(data: RunData) -> Figure:
-    """Each member's latest rating, mu +- sigma, and every member's mu over time."""
+    """Each member's latest rating, mu +- sigma (hollow: no longer rated), and mu over time."""
     last = _last_rows_by_member(data.ratings)
     members = [m for m, r in last.items() if _number(r.get("mu")) is not None]
     if not members:
         raise SkipPlot("ratings.jsonl has no rows with mu")
+    final_step = max(_number(last[m].get("step")) or 0.0 for m in members)
     members.sort(key=lambda m: (str(last[m].get("role", "")), -float(last[m]["mu"])))
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, max(3.0, 0.25 * len(members) + 1.5)))
     for y, member in enumerate(members):
         row = last[member]
         colour = ROLE_COLOURS.get(str(row.get("role")), "tab:gray")
-        sigma = _number(row.get("sigma")) or 0.0
-        left.errorbar(float(row["mu"]), y, xerr=sigma, fmt="o", color=colour, capsize=3)
+        current = (_number(row.get("step")) or 0.0) == final_step
+        left.errorbar(float(row["mu"]), y, xerr=_number(row.get("sigma")) or 0.0, fmt="o",
+                      color=colour, capsize=3, markerfacecolor=colour if current else "white")
     left.set_yticks(range(len(members)), members, fontsize="x-small")
-    left.set_xlabel("rating mu +- sigma (latest)")
+    left.set_xlabel(f"rating mu +- sigma (filled: rated at the last step, {final_step:g})")
     left.grid(alpha=0.3)
     history: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for row in data.ratings:
@@ -270,7 +269,7 @@ def plot_ratings(data: RunData) -> Figure:
             history[str(row["id"])].append((step, mu))
     for member, points in history.items():
         colour = ROLE_COLOURS.get(str(last.get(member, {}).get("role")), "tab:gray")
-        right.plot(*zip(*points, strict=True), color=colour, alpha=0.6, linewidth=1)
+        right.plot(*zip(*points, strict=True), ".-", color=colour, alpha=0.6, linewidth=1)
     right.set_xlabel("step")
     right.set_ylabel("rating mu")
     right.grid(alpha=0.3)
@@ -346,8 +345,8 @@ def plot_lineage(data: RunData) -> Figure:
     order = sorted(members, key=lambda m: (members[m]["role"], members[m]["origin"], m))
     row_of = {member: y for y, member in enumerate(order)}
     operators = sorted({m["operator"] for m in members.values() if m["parents"]})
-    cmap = plt.get_cmap("tab10")
-    op_colour = {op: cmap(i % 10) for i, op in enumerate(operators)}
+    cmap = plt.get_cmap("Dark2")  # kept apart from the role colours
+    op_colour = {op: cmap(i % 8) for i, op in enumerate(operators)}
     figure, ax = plt.subplots(figsize=(9, max(3.0, 0.22 * len(order) + 1.5)))
     for member, info in members.items():
         y, colour = row_of[member], ROLE_COLOURS.get(info["role"], "tab:gray")
