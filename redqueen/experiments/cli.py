@@ -112,12 +112,22 @@ def fail(message: str) -> typer.Exit:
 
 
 @contextmanager
-def bad_input_exits() -> Iterator[None]:
-    """Turn the errors bad input raises (config, paths, registries, files) into exit status 2."""
+def bad_input_exits(*, starting: bool = False) -> Iterator[None]:
+    """Turn the errors bad input raises (config, paths, registries, files) into exit status 2.
+
+    Args:
+        starting: The block builds or restores an environment. Whatever fails there (a device
+            that is not available, a model that does not fit) is a setup problem of the
+            run rather than a crash mid-run, so it too becomes one line naming the error.
+    """
     try:
         yield
     except (ValueError, KeyError, OSError) as error:
         raise fail(_one_line(error)) from None
+    except Exception as error:
+        if not starting:
+            raise
+        raise fail(f"cannot start the run: {type(error).__name__}: {_one_line(error)}") from None
 
 
 def _default_out(source: str) -> Path:
@@ -198,7 +208,7 @@ def run_command(
     from redqueen.experiments.config import load_config
     from redqueen.experiments.runner import start_run
 
-    with bad_input_exits():
+    with bad_input_exits(starting=True):
         config = load_config(preset_or_yaml, list(overrides or ()))
         load_plugins()
         recorded = [import_plugin(spec) for spec in plugins or ()]
@@ -216,7 +226,7 @@ def resume_command(
     from redqueen.experiments.rundir import RunDirectory
     from redqueen.experiments.runner import resume_run
 
-    with bad_input_exits():
+    with bad_input_exits(starting=True):
         load_plugins()
         if run_dir.is_dir():
             for spec in RunDirectory(run_dir).read_plugins():

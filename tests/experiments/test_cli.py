@@ -43,6 +43,13 @@ def test_bad_config_exits_2_and_leaves_no_run_directory(tmp_path, overrides, mat
     assert not (tmp_path / "runs").exists()  # the parent this call would have created, too
 
 
+def test_a_setup_failure_while_building_is_one_line(tmp_path):
+    out = tmp_path / "runs" / "nodevice"
+    _bad(["run", "tiny", "--out", str(out), "--set", "model.device=nosuchdevice",
+          "--set", "population.teachers=1", "--set", "population.students=1"], "nosuchdevice")
+    assert not (tmp_path / "runs").exists()
+
+
 def test_missing_preset_and_file(tmp_path):
     _bad(["run", "no-such-preset", "--out", str(tmp_path / "r")], "unknown preset 'no-such-preset'")
     _bad(["run", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "r")], "missing.yaml")
