@@ -16,6 +16,15 @@ SHAPES = {"l0.q": (10, 8), "l0.k": (4, 8), "l1.q": (10, 8), "l1.k": (4, 8), "l1.
 DETERMINISTIC = {"svd_merge", "ties"}
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Small tensors: one thread avoids OpenMP hand-offs that dominate on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 

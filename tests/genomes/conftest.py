@@ -24,6 +24,15 @@ def tiny_llama(seed: int = 0) -> LlamaForCausalLM:
     return LlamaForCausalLM(config).eval()
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Small tensors: one thread avoids OpenMP hand-offs that dominate on a busy 2-core machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def llama() -> LlamaForCausalLM:
     return tiny_llama()
