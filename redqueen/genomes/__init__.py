@@ -9,7 +9,8 @@ The algebra works on factors only, never on a module's dense update:
 - :func:`weighted_svd`: rank-r truncated SVD of ``sum_i w_i dW_i`` (QR-core, batched by shape).
 - :func:`inner`, :func:`norm`: Frobenius inner product and norm from ``r x r`` Gram matrices.
 - :func:`distance`, :func:`pairwise_distances`: genotypic distance ``sum_modules ||dW1 - dW2||_F``.
-- :func:`genome_svd`, :func:`lowrank_svd`, :func:`split_factors`: building blocks for operators.
+- :func:`genome_svd`, :func:`lowrank_svd`, :func:`lowrank_svd_many`, :func:`split_factors`,
+  :func:`group_by_shape`, :func:`compute_dtype`: building blocks for operators.
 - :func:`lora_shapes`: ``(out, in)`` of the linear modules of a Hugging Face model.
 """
 
