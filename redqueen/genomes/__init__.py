@@ -18,17 +18,14 @@ from __future__ import annotations
 
 from redqueen.genomes._algebra import (
     compute_dtype,
-    distance,
     genome_svd,
     group_by_shape,
-    inner,
     lowrank_svd,
     lowrank_svd_many,
-    norm,
-    pairwise_distances,
     split_factors,
     weighted_svd,
 )
+from redqueen.genomes._distances import distance, inner, norm, pairwise_distances
 from redqueen.genomes._genome import GenomeMismatchError, LoRAGenome
 from redqueen.genomes._peft_io import lora_shapes
 
