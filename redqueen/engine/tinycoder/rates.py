@@ -197,7 +197,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="model folder")
-    parser.add_argument("--corpus", required=True, help="corpus JSON lines (held-out entries)")
+    parser.add_argument(
+        "--corpus", default=None, help="corpus JSON lines (default: the model's heldout.jsonl)"
+    )
     parser.add_argument("--n", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
@@ -206,7 +208,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     with Executor() as executor:
         rates = measure_rates(
-            model, tokenizer, load_corpus(args.corpus), executor=executor, n=args.n, seed=args.seed
+            model,
+            tokenizer,
+            load_corpus(args.corpus or f"{args.model}/heldout.jsonl"),
+            executor=executor,
+            n=args.n,
+            seed=args.seed,
         )
     print(json.dumps(rates.to_dict(), indent=2))
 
