@@ -18,7 +18,7 @@ from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.cli import app
 from redqueen.experiments.rundir import RunDirectory
 
-STEPS = 3
+STEPS = 2
 SMALL = [
     f"steps={STEPS}",
     "checkpoint_every=1",
