@@ -1,0 +1,48 @@
+"""SelfPlayEnv: one adapter proposes and solves, compute-matched with the co-evolution env."""
+
+from __future__ import annotations
+
+import pytest
+
+from redqueen.environments import SelfPlayEnv
+from redqueen.experiments.build import build_environment
+from redqueen.experiments.config import ConfigError, load_config
+
+SMALL = [
+    "population.solo=2",
+    "population.rank=4",
+    "population.alpha=8",
+    "environment.tasks_per_teacher=2",
+    "environment.answers_per_task=2",
+    "environment.references=2",
+    "environment.propose_max_new_tokens=96",
+    "environment.solve_max_new_tokens=48",
+    "environment.executor.workers=2",
+    "seed=1",
+]
+
+
+def test_selfplay_runs_a_step_on_its_own_tasks():
+    env = build_environment(load_config("tiny-selfplay", SMALL))
+    try:
+        assert isinstance(env, SelfPlayEnv)
+        record = env.step()
+    finally:
+        env.close()
+    solo = [ind.id for ind in env.population.members("solo")]
+    assert len(solo) == 2 and set(env.host.adapter_ids) == set(solo)
+    assert len(record.tasks) == 2 * 2
+    # Each member proposes its own batch and solves its own tasks.
+    assert all(row["teacher"] == row["student"] for row in record.tasks)
+    assert sorted(row["teacher"] for row in record.tasks) == sorted(solo * 2)
+    valid = sum(row["valid"] for row in record.tasks)
+    assert record.metrics["proposals"] == 4
+    assert record.metrics["answers"] == 2 * valid  # n answers per valid task, as for a student
+    assert "best_rating" not in record.metrics  # solo agents play no matches
+    assert all(row["mu"] is None and "solve_rate" in row["objectives"] for row in record.ratings)
+    assert not record.births and not record.deaths and env.step_count == 1
+
+
+def test_selfplay_refuses_replacement():
+    with pytest.raises(ConfigError, match="evolution.replace_every"):
+        build_environment(load_config("tiny-selfplay", ["evolution.replace_every=2"]))
