@@ -2,10 +2,10 @@
 never edit by hand)."""
 
 HEADER = {
-    "dropped_as_seen_in_pretraining": 84,
+    "dropped_as_seen_in_pretraining": 91,
     "n": 256,
-    "pretrain_candidates_excluded": 97224,
-    "pretrain_programs": 12000,
+    "pretrain_candidates_excluded": 113224,
+    "pretrain_programs": 14000,
     "pretrain_seed": 0,
     "seed": 1000003,
 }
@@ -165,7 +165,6 @@ PROBLEMS_JSONL = r"""
 {"input": "13", "level": 3, "output": "{'a': 13}", "program": "def f(x):\n    if x % 2 == 1:\n        a = {'a': x}\n    else:\n        a = {key: val for key, val in {'a': x}.items() if val > 0}\n    return a"}
 {"input": "'daaedd', [4, 9, 9, -4, 7]", "level": 5, "output": "{'a': 16}", "program": "def g(v):\n    return (str(v) + str(v)) + str(v)\n\n\ndef f(s, xs):\n    a = abs(1) % 7\n    b = 2\n    while a > 0:\n        b = b + len(s) % 7\n        a -= 1\n    if 3 in xs:\n        c = sorted({ch: s.count(ch) for ch in s}.values())\n    else:\n        c = [s.find('c') for i in [b for i in xs]]\n    k = {key: b + val for key, val in {'a': b}.items()}\n    return k"}
 {"input": "'aec', {'d': 3, 'c': 3, 'a': 3, 'e': 9}, 'ca'", "level": 5, "output": "2", "program": "def f(s, d, t):\n    if len(s) in [1, 3, 2]:\n        a = {key: val for key, val in {key: val for key, val in d.items()}.items() if val > 0}\n    else:\n        a = {key: val for key, val in {key: val for key, val in d.items() if val != 1}.items() if val != 1}\n    b = 1\n    for ch in t:\n        b += s.count('a')\n    return min(len(t), b + b)"}
-{"input": "2", "level": 2, "output": "[1]", "program": "def f(x):\n    return sorted(list(range(abs(x) % 6)), reverse=True)[::2]"}
 {"input": "{'a': 8, 'c': 4, 'e': 9, 'd': 7}, [-2], [1, -2, 8, 4]", "level": 6, "output": "8", "program": "def g(v):\n    return [i for i in [ord(ch) - 96 for ch in ''.join(str(i) for i in v)] if i != i]\n\n\ndef f(d, xs, ys):\n    a = abs(sum(xs)) % 7\n    b = 0\n    while a > 0:\n        b = b - len(d) % 7\n        a -= 1\n    if b in ys:\n        c = {key: val for key, val in dict(zip(str(b), ys)).items() if val != 3}\n    else:\n        c = d\n    k = 0\n    for ch in str(b):\n        k += abs(k)\n    return abs(b)"}
 {"input": "[-1, -4, -2, 7, -4, -4], 'cdebd'", "level": 5, "output": "1", "program": "def f(xs, s):\n    if s.startswith('d'):\n        a = s * 3\n    else:\n        a = ''.join({ch: s.count(ch) for ch in s})\n    b = 0\n    for i in xs:\n        if b in xs:\n            b += {'a': b}.get('c', 2)\n    return a.count('e')"}
 {"input": "5, [8, -3, -3, 2, -1, 8]", "level": 6, "output": "11", "program": "def g(v):\n    return min(dict(zip('abcde', v)).get('d', 1), sum(v) % 2)\n\n\ndef f(x, xs):\n    a = 0\n    for i in {'a': 3, 'c': 2}.values():\n        for j in range(3):\n            if a % 2 == 1:\n                a += {'e': 0, 'd': 1}.get('a', 3)\n    b = 0\n    for i in xs:\n        b += b if str(b).startswith('b') else i\n    return min(sorted({'a': b}.values()), default=0)"}
@@ -195,7 +194,6 @@ PROBLEMS_JSONL = r"""
 {"input": "{'c': 5, 'b': 0, 'a': 6, 'd': 9}", "level": 2, "output": "9", "program": "def f(d):\n    return max([i for i in sorted(d.values()) if 'd' in ''.join(d)], default=3)"}
 {"input": "{'a': 0, 'c': 0, 'd': 8}, 8, [6, 7, -5, -2, -1]", "level": 4, "output": "6", "program": "def f(d, x, xs):\n    a = []\n    for ch in 'ec':\n        if len(a) > 3:\n            a.append(ch.count('c'))\n    b = ''.join(str(i) for i in xs).count('a')\n    return sum(dict(zip(str(b), xs)).values())"}
 {"input": "[0, 9, 7, 6, 2], {'a': 9, 'b': 8, 'd': 9}", "level": 3, "output": "24", "program": "def f(xs, d):\n    a = sum(xs)\n    return max('bb'.count('d'), sum(xs))"}
-{"input": "10", "level": 1, "output": "[0, 1, 2, 3]", "program": "def f(x):\n    return [i for i in list(range(abs(x) % 6)) if i < x]"}
 {"input": "{'a': 9}, [3, 6, 7, 3, 5, 9]", "level": 4, "output": "'1'", "program": "def f(d, xs):\n    if len(d) % 2 == 0:\n        a = ''.join(d) + ''.join(d)\n    else:\n        a = 'cc'.replace('d', 'd')\n    if 'e' in a:\n        b = a\n    else:\n        b = ''.join(d)\n    return ''.join(str(i) for i in [len(w) for w in b.split('c')])"}
 {"input": "[2], 'ad'", "level": 4, "output": "'ad'", "program": "def f(xs, s):\n    a = 1\n    for i in xs:\n        a += xs[a % len(xs)] if xs else 2\n    b = ''.join(sorted(s))\n    return ''.join(sorted(s.replace('e', 'a')))"}
 {"input": "'beeabe', 'babc'", "level": 3, "output": "1", "program": "def f(s, t):\n    a = len(t) % 5\n    return max(t.find('a'), min([ord(ch) - 96 for ch in t], default=1))"}
@@ -267,4 +265,6 @@ PROBLEMS_JSONL = r"""
 {"input": "[-1, 6, 7, -2], -5, -2", "level": 5, "output": "10", "program": "def g(v):\n    return (v % 2) // 3\n\n\ndef f(xs, x, y):\n    a = []\n    for i in xs:\n        a.append(i if x != y else i)\n    b = abs(x) % 8\n    c = 0\n    while b > 0:\n        c = c + x % 7\n        b -= 1\n    return max(min(a, default=2), abs(c))"}
 {"input": "'aabc', [-1]", "level": 3, "output": "1", "program": "def f(s, xs):\n    a = s.count('e')\n    return {ch: s.count(ch) for ch in s}.get('c', 0)"}
 {"input": "[5, -3, 3, -2, 5]", "level": 4, "output": "{'5': -3, '-': 3, '3': -2}", "program": "def f(xs):\n    if 'd' in ''.join(str(i) for i in xs):\n        a = dict(zip('abcde', xs))\n    else:\n        a = dict(zip(''.join(str(i) for i in xs), xs))\n    b = dict(zip(''.join(a), xs))\n    return dict(zip(''.join(a), xs[1:]))"}
+{"input": "[], [6, -4, 4]", "level": 2, "output": "[]", "program": "def f(xs, ys):\n    return [i for i in ys if len(ys) > 3] + [i for i in xs]"}
+{"input": "'', 10, 'c'", "level": 4, "output": "''", "program": "def f(s, x, t):\n    a = '-'.join(str(i) for i in [ord(ch) - 96 for ch in s])\n    return ''.join(sorted(a)).replace('e', 'c')"}
 """

@@ -148,6 +148,7 @@ def evaluate_run(
     workers: int | None = None,
     write: bool = True,
     host: Any = None,
+    cpu_threads: int | None = None,
 ) -> EvalReport:
     """Greedy pass@1 of every living member, the bare base model and each baseline.
 
@@ -165,6 +166,8 @@ def evaluate_run(
         workers: Sandbox worker processes (default: the executor's).
         write: Write ``eval_<suite>.json`` and ``eval_<suite>.md`` into ``run_dir``.
         host: An existing host of the run's base model, to reuse a loaded model.
+        cpu_threads: Torch threads while generating on the CPU (default: the run's
+            ``model.cpu_threads``; small models are fastest on one). Restored afterwards.
 
     Raises:
         RunDirectoryError: If the run directory, a baseline or an adapter cannot be read.
@@ -201,9 +204,15 @@ def evaluate_run(
         batch_size = int(getattr(host, "max_batch_size", 32))
     adapter_ids = _load_adapters(host, contestants, genomes)
     prompts, truncated, max_new_tokens = _prompts(host, suite, problems)
+    if cpu_threads is None:
+        cpu_threads = section.get("cpu_threads")
+    threads = torch.get_num_threads()
     try:
+        if cpu_threads and str(getattr(host, "device", device)).startswith("cpu"):
+            torch.set_num_threads(int(cpu_threads))
         texts = _generate(host, suite, prompts, adapter_ids, max_new_tokens, batch_size)
     finally:
+        torch.set_num_threads(threads)
         for adapter_id in adapter_ids:
             if adapter_id is not None:
                 host.remove_adapter(adapter_id)

@@ -35,6 +35,12 @@ def eval_command(
         None, "--batch-size", min=1, help="Rows per generation call (default: the host's)."
     ),
     workers: int | None = typer.Option(None, "--workers", min=1, help="Sandbox worker processes."),
+    cpu_threads: int | None = typer.Option(
+        None,
+        "--cpu-threads",
+        min=1,
+        help="Torch CPU threads (default: the run's model.cpu_threads).",
+    ),
 ) -> None:
     """Greedy pass@1 of every living member, the base model and baselines; writes eval_<benchmark>.json/.md."""
     if not run_dir.is_dir():
@@ -54,6 +60,7 @@ def eval_command(
             device=device,
             batch_size=batch_size,
             workers=workers,
+            cpu_threads=cpu_threads,
         )
     except (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError) as error:
         # Bad input (unreadable run, adapter or model files, missing optional package): one line.
