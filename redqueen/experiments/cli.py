@@ -148,7 +148,7 @@ def _fmt(value: Any) -> str:
 def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..., None]]:
     progress = Progress(
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=20),
         MofNCompleteColumn(),
         TextColumn("{task.fields[stats]}"),
         TimeElapsedColumn(),
