@@ -229,7 +229,10 @@ class Runner:
     def _plot(self) -> list[str]:
         from redqueen.experiments.plots import make_plots
 
-        return make_plots(self.run_dir.path).notes
+        try:
+            return make_plots(self.run_dir.path).notes
+        except Exception as error:  # the run itself is complete and checkpointed by now
+            return [f"plots failed ({type(error).__name__}: {error}); retry with: redqueen plot {self.run_dir.path}"]
 
     def _install_sigint(self) -> Any:
         if threading.current_thread() is not threading.main_thread():
