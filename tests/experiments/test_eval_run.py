@@ -27,7 +27,8 @@ def _make_run(path, host, members: dict[str, str], seed: int = 0):
             {"seed": seed, "model": {"name": "tiny-coder", "dtype": "float32", "cpu_threads": 1}}
         )
     )
-    rows = ["id,ancestor_list,origin_time,destruction_time,role,operator"]
+    # As Lineage.to_csv writes it: numeric ids, the member id under "name".
+    rows = ["id,ancestor_list,origin_time,destruction_time,name,role,operator"]
     for index, (member, role) in enumerate(members.items()):
         genome = LoRAGenome.random(
             host.module_shapes,
@@ -38,7 +39,7 @@ def _make_run(path, host, members: dict[str, str], seed: int = 0):
             std=0.05,
         )
         genome.save_peft(path / "population" / member, base_model="tiny-coder")
-        rows.append(f"{member},[none],0,,{role},")
+        rows.append(f"{index},[none],0,,{member},{role},")
     (path / "lineage.csv").write_text("\n".join(rows) + "\n")
     return path
 

@@ -33,14 +33,17 @@ class Contestant:
 
 
 def _roles(run: RunDirectory) -> dict[str, str]:
-    """Member id -> role from ``lineage.csv`` (empty when the file is absent)."""
+    """Member id -> role from ``lineage.csv`` (empty when the file is absent).
+
+    In the ALife phylogeny standard ``id`` may be a number; the member id is then in ``name``.
+    """
     if not run.lineage_path.is_file():
         return {}
     with open(run.lineage_path, newline="") as handle:
         reader = csv.DictReader(handle)
         if reader.fieldnames is None or "id" not in reader.fieldnames:
             raise RunDirectoryError(f"{run.lineage_path}: no 'id' column")
-        return {row["id"]: row.get("role") or "member" for row in reader}
+        return {row.get("name") or row["id"]: row.get("role") or "member" for row in reader}
 
 
 def _adapter_folders(run: RunDirectory) -> list[Path]:
