@@ -8,7 +8,9 @@ Offers:
   - ``humaneval`` (:class:`HumanEvalSuite`): HumanEval's 164 problems, greedy pass@1,
     checked in the sandboxed executor;
   - ``code_output`` (:class:`CodeOutputSuite`): held-out procedural output-prediction tasks in
-    the environment's own prompt format, on which the shipped ``tiny-coder`` scores.
+    the environment's own prompt format, on which the shipped ``tiny-coder`` scores; a frozen
+    set that ``python -m redqueen.experiments.evaluation._held_out`` rebuilds, excluding every
+    program tiny-coder's pretraining corpus could contain.
 
 - :func:`evaluate_run`: every living member of a run, the bare base model and any baselines,
   in mixed-adapter batches; writes ``eval_<suite>.json`` and ``eval_<suite>.md``.
