@@ -297,12 +297,11 @@ def plot_pareto(data: RunData) -> Figure:
         _, points = _objective_matrix([r for r in rows if _number(r.get("step")) == last_step])
         front = _nondominated(points)
         front_ax.scatter(points[:, 0], points[:, 1], color="tab:gray", label="members")
-        order = front[np.argsort(points[front, 0])]
-        front_ax.plot(points[order, 0], points[order, 1], "o-", color=ROLE_COLOURS.get(role, "k"),
-                      label="Pareto front")
+        front_ax.scatter(points[front, 0], points[front, 1], color=ROLE_COLOURS.get(role, "k"),
+                         label=f"non-dominated in all {len(names)} objectives")
         front_ax.set_xlabel(names[0])
         front_ax.set_ylabel(names[1])
-        front_ax.set_title(f"{role}: objectives at step {last_step:g}")
+        front_ax.set_title(f"{role}: Pareto front at step {last_step:g} (first two objectives)")
         front_ax.legend(fontsize="small")
         steps = sorted({_number(r.get("step")) for r in rows} - {None})
         volumes = []
@@ -312,7 +311,7 @@ def plot_pareto(data: RunData) -> Figure:
         hv_ax.plot(steps, volumes, marker=".")
         hv_ax.set_xlabel("step")
         hv_ax.set_ylabel("hypervolume")
-        hv_ax.set_title(f"{role}: hypervolume ({', '.join(names)})")
+        hv_ax.set_title(f"{role}: hypervolume of {len(names)} objectives", fontsize="small")
         hv_ax.grid(alpha=0.3)
     return figure
 
