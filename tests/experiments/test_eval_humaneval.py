@@ -31,12 +31,24 @@ def test_registered_and_complete(suite) -> None:
 
 def test_canonical_solutions_pass(suite, executor) -> None:
     problems = suite.problems()
-    verdicts = suite.check(problems, [p.data["canonical_solution"] for p in problems], executor)
-    failed = [p.id for p, ok in zip(problems, verdicts, strict=True) if not ok]
-    # HumanEval/162 needs hashlib; a sandbox that cannot import it (its workers run as an
-    # unprivileged user that may not read the interpreter's library) fails exactly that one.
-    sandbox_has_hashlib = executor.execute("import hashlib", "hashlib.md5(b'').hexdigest()").ok
-    assert failed == ([] if sandbox_has_hashlib else ["HumanEval/162"])
+    jobs = [
+        (suite.program(p, p.data["canonical_solution"]), f"check({p.data['entry_point']})")
+        for p in problems
+    ]
+    results = executor.execute_many(jobs)
+    failed = {p.id: r.error for p, r in zip(problems, results, strict=True) if not r.ok}
+    # 164/164 wherever the sandbox can import what HumanEval's tests import. A sandbox that
+    # offers only pre-imported modules (or whose unprivileged workers cannot read the
+    # interpreter's library) fails exactly the problems that import a missing module, and only
+    # with that error; the suite reports those as unrunnable instead of blaming the model.
+    for problem_id, error in failed.items():
+        module = error.split("No module named ")[-1].strip("'")
+        assert error.startswith("ModuleNotFoundError"), (problem_id, error)
+        assert not executor.execute(f"import {module}", "1").ok, (problem_id, module)
+    assert sorted(suite.unrunnable(problems, executor)) == sorted(failed)
+    assert len(problems) - len(failed) == sum(
+        suite.check(problems, [p.data["canonical_solution"] for p in problems], executor)
+    )
 
 
 def test_empty_completion_fails_everywhere(suite, executor) -> None:

@@ -219,7 +219,7 @@ def evaluate_run(
         for adapter_id in adapter_ids:
             if adapter_id is not None:
                 host.remove_adapter(adapter_id)
-    scores = _check(suite, problems, contestants, texts, workers)
+    scores, unrunnable = _check(suite, problems, contestants, texts, workers)
     report = EvalReport(
         suite=suite.name,
         run_dir=str(run_dir),
@@ -228,7 +228,11 @@ def evaluate_run(
         scores=tuple(scores),
         truncated_prompts=truncated,
         seconds=time.perf_counter() - start,
-        extra={"max_new_tokens": max_new_tokens, "device": device},
+        extra={
+            "max_new_tokens": max_new_tokens,
+            "device": device,
+            "unrunnable_in_sandbox": unrunnable,
+        },
     )
     if write:
         report.write(run_dir)
@@ -339,7 +343,9 @@ def _check(
     contestants: Sequence[Contestant],
     texts: Sequence[Sequence[str]],
     workers: int | None,
-) -> list[MemberScore]:
+) -> tuple[list[MemberScore], list[str]]:
+    """Scores per contestant, and the problems the sandbox cannot run at all (if the suite
+    can tell: see ``HumanEvalSuite.unrunnable``)."""
     from redqueen.verifiers import Executor
 
     flat_problems = [problem for _ in contestants for problem in problems]
@@ -350,6 +356,8 @@ def _check(
     ]
     with Executor(workers=workers, timeout=suite.timeout) as executor:
         verdicts = suite.check(flat_problems, flat, executor)
+        probe = getattr(suite, "unrunnable", None)
+        unrunnable = list(probe(problems, executor)) if callable(probe) else []
     scores = []
     n = len(problems)
     for index, contestant in enumerate(contestants):
@@ -366,4 +374,4 @@ def _check(
                 ),
             )
         )
-    return scores
+    return scores, unrunnable

@@ -69,6 +69,28 @@ class HumanEvalSuite:
         """The source the sandbox runs: prompt, completion and the problem's test code."""
         return f"{problem.prompt}{completion}\n\n{problem.data['test']}\n"
 
+    def unrunnable(self, problems: Sequence[Problem], executor: Any) -> list[str]:
+        """Ids of problems whose *canonical* solution fails in ``executor`` for want of a module.
+
+        HumanEval's tests import ``random`` and ``hashlib``; a sandbox that provides only
+        pre-imported modules (or whose unprivileged workers cannot read the interpreter's
+        library) can never pass those problems, and a report must say so rather than blame
+        the model.
+        """
+        jobs = [
+            (self.program(problem, problem.data["canonical_solution"]), self._check_expr(problem))
+            for problem in problems
+        ]
+        return [
+            problem.id
+            for problem, result in zip(problems, executor.execute_many(jobs), strict=True)
+            if not result.ok and (result.error or "").startswith("ModuleNotFoundError")
+        ]
+
+    @staticmethod
+    def _check_expr(problem: Problem) -> str:
+        return f"check({problem.data['entry_point']})"
+
     def check(
         self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
     ) -> list[bool]:
@@ -78,7 +100,7 @@ class HumanEvalSuite:
                 f"humaneval: {len(problems)} problems but {len(completions)} completions"
             )
         jobs = [
-            (self.program(problem, completion), f"check({problem.data['entry_point']})")
+            (self.program(problem, completion), self._check_expr(problem))
             for problem, completion in zip(problems, completions, strict=True)
         ]
         return [bool(result.ok) for result in executor.execute_many(jobs)]

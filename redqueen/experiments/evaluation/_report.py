@@ -196,6 +196,15 @@ class EvalReport:
             )
             + ".",
             "",
+        ]
+        unrunnable = list(self.extra.get("unrunnable_in_sandbox") or ())
+        if unrunnable:
+            lines += [
+                f"{len(unrunnable)} problems cannot pass in this sandbox (a module their tests "
+                f"import is missing there): {', '.join(unrunnable)}.",
+                "",
+            ]
+        lines += [
             "| member | role | pass@1 | solved |",
             "| --- | --- | ---: | ---: |",
         ]
