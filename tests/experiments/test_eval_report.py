@@ -10,6 +10,7 @@ from redqueen.experiments.evaluation import (
     EvalReport,
     MemberScore,
     comparison_table,
+    split_baselines,
     summarize,
     truncate_at_stops,
 )
@@ -81,6 +82,15 @@ def test_comparison_table_has_paper_columns() -> None:
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     # base 50.0, self-play mean over 3 solo members, student mean 50.0, weakest 25.0, best 75.0
     assert cells[1:] == ["50.0", f"{100 * (0.75 + 0.25 + 1.0) / 3:.1f}", "50.0", "25.0", "75.0"]
+
+
+def test_split_baselines_gives_the_paper_row() -> None:
+    population, baseline = split_baselines(_report())
+    assert [s.member for s in population.scores] == ["m0", "m1", "m2", "base"]
+    assert [s.member for s in baseline.population] == ["sp/solo-0"]
+    assert baseline.headline().mean == 0.25
+    row = comparison_table([(population, baseline)]).strip().splitlines()[-1]
+    assert [cell.strip() for cell in row.strip("|").split("|")][1:3] == ["50.0", "25.0"]
 
 
 def test_cached_report_is_reused_when_problems_match(tmp_path) -> None:

@@ -24,7 +24,7 @@ Offers:
 from __future__ import annotations
 
 from redqueen.experiments.evaluation._code_output import CodeOutputSuite
-from redqueen.experiments.evaluation._compare import compare_runs, comparison_table
+from redqueen.experiments.evaluation._compare import compare_runs, comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._humaneval import HUMANEVAL_STOPS, HumanEvalSuite
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore, Summary, summarize
@@ -50,6 +50,7 @@ __all__ = [
     "comparison_table",
     "evaluate_run",
     "make_suite",
+    "split_baselines",
     "summarize",
     "truncate_at_stops",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from redqueen.experiments.evaluation._evaluate import evaluate_run
@@ -55,6 +56,18 @@ def comparison_table(rows: Sequence[tuple[EvalReport, EvalReport]]) -> str:
             f"| {fmt(summary.best.pass_at_1 if summary else None)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def split_baselines(report: EvalReport) -> tuple[EvalReport, EvalReport]:
+    """One report with baseline rows as two, (population, baselines), for :func:`comparison_table`.
+
+    The baseline adapters become the second report's population, so its headline is their mean.
+    """
+    baseline_rows = tuple(
+        replace(score, source="population") for score in report.scores if score.source == "baseline"
+    )
+    own = tuple(score for score in report.scores if score.source != "baseline")
+    return replace(report, scores=own), replace(report, scores=baseline_rows)
 
 
 def compare_runs(

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from redqueen._registry import UnknownNameError
+from redqueen.experiments.evaluation._compare import comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._suite import SUITES
 from redqueen.experiments.rundir import RunDirectoryError
@@ -66,4 +67,6 @@ def eval_command(
         # Bad input (unreadable run, adapter or model files, missing optional package): one line.
         raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     print(report.to_markdown())
+    if report.baselines:
+        print(comparison_table([split_baselines(report)]))
     print(f"wrote {run_dir / f'eval_{benchmark}.json'} and {run_dir / f'eval_{benchmark}.md'}")
