@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from redqueen.experiments.evaluation._contestants import (
@@ -21,7 +20,8 @@ from redqueen.experiments.evaluation._report import EvalReport, MemberScore
 from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make_suite
 from redqueen.experiments.rundir import RunDirectoryError
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+#: ``model.dtype`` values of a run configuration (torch is imported only when evaluating).
+_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def fit_prompt(tokenizer: Any, prompt: str, budget: int) -> tuple[str, bool]:
@@ -86,6 +86,8 @@ def evaluate_run(
         RunDirectoryError: If the run directory, a baseline or an adapter cannot be read.
         redqueen._registry.UnknownNameError: If the suite name is not registered.
     """
+    import torch
+
     suite = make_suite(suite)
     contestants = population_contestants(run_dir)
     contestants.append(Contestant("base", "base", "base", None))
@@ -109,7 +111,7 @@ def evaluate_run(
         host = AdapterHost(
             resolve_model(model_name),
             device=device,
-            dtype=_DTYPES[dtype] if dtype else None,
+            dtype=getattr(torch, dtype) if dtype else None,
             target_modules=section.get("target_modules"),
             backend=section.get("backend", "hf"),
         )
