@@ -5,24 +5,43 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from redqueen.engine.distributed._cluster import ClusterError, connect
+from redqueen.engine.distributed._cluster import ClusterError, WorkerLostError, connect
 
-__all__ = ["RayExecutorPool"]
+__all__ = ["RayExecutorPool", "SandboxMixin"]
 
 
-class _ExecutorActor:
-    """One :class:`~redqueen.verifiers.Executor` (its own fork servers) inside a Ray actor."""
+class SandboxMixin:
+    """A lazily started :class:`~redqueen.verifiers.Executor` inside an actor.
 
-    def __init__(self, workers: int | None, timeout: float, memory_mb: int) -> None:
+    Both the pool's own actors and the host's model workers carry it, so a cluster host can
+    verify on the processes it already runs.
+    """
+
+    _sandbox: Any = None
+    _sandbox_settings: tuple | None = None
+
+    def execute_many(
+        self, pairs: list[tuple[str, str]], heap_jitter: list[int] | None, settings: tuple
+    ) -> list:
+        """Run pairs in this actor's sandbox, (re)started with ``settings`` = (workers, timeout, memory_mb)."""
         from redqueen.verifiers import Executor
 
-        self.executor = Executor(workers, timeout=timeout, memory_mb=memory_mb)
+        if self._sandbox is None or self._sandbox_settings != settings:
+            self.close_sandbox()
+            workers, timeout, memory_mb = settings
+            self._sandbox = Executor(workers, timeout=timeout, memory_mb=memory_mb)
+            self._sandbox_settings = settings
+        return self._sandbox.execute_many(pairs, heap_jitter=heap_jitter)
 
-    def execute_many(self, pairs: list[tuple[str, str]], heap_jitter: list[int] | None) -> list:
-        return self.executor.execute_many(pairs, heap_jitter=heap_jitter)
+    def close_sandbox(self) -> None:
+        """Close the sandbox, if started."""
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
 
-    def close(self) -> None:
-        self.executor.close()
+
+class _ExecutorActor(SandboxMixin):
+    """An actor that only runs sandbox checks."""
 
 
 class RayExecutorPool:
@@ -30,11 +49,14 @@ class RayExecutorPool:
 
     ``execute_many`` splits its pairs into contiguous chunks, one per actor, runs them at the
     same time and returns the results in order. Programs are pure and the sandbox holds no
-    state between runs, so a chunk whose actor died is run again on a fresh actor (once); a
-    second loss raises :class:`~redqueen.engine.distributed.ClusterError`.
+    state between runs, so a chunk whose own actor died is run again on a fresh actor (once);
+    a second loss raises :class:`~redqueen.engine.distributed.ClusterError`. Borrowed actors
+    (a cluster host's workers) are not replaced: their loss raises
+    :class:`~redqueen.engine.distributed.WorkerLostError`.
 
     Args:
-        actors: Number of executor actors (spread by Ray's scheduler over the nodes).
+        actors: Number of executor actors to start (spread by Ray's scheduler over the nodes),
+            or existing actor handles with :class:`SandboxMixin` methods to borrow.
         workers: Fork servers per actor (``None``: the actor's CPUs, at least 1).
         timeout: Seconds per program.
         memory_mb: Memory per program beyond the interpreter's baseline.
@@ -50,7 +72,7 @@ class RayExecutorPool:
 
     def __init__(
         self,
-        actors: int = 2,
+        actors: int | Sequence[Any] = 2,
         *,
         workers: int | None = None,
         timeout: float = 2.0,
@@ -59,20 +81,23 @@ class RayExecutorPool:
         address: str | None = None,
         closes: Sequence[Any] = (),
     ) -> None:
-        if actors < 1:
+        borrowed = not isinstance(actors, int)
+        count = len(actors) if borrowed else actors
+        if count < 1:
             raise ValueError(f"RayExecutorPool: actors must be >= 1, got {actors}")
         self.timeout = float(timeout)
         self._ray = connect(address)
-        self._args = (max(1, int(workers or cpus_per_actor or 1)), float(timeout), int(memory_mb))
+        self._settings = (max(1, int(workers or cpus_per_actor or 1)), float(timeout), int(memory_mb))
         self._options = {"num_cpus": float(cpus_per_actor), "max_restarts": 0}
         self._remote = self._ray.remote(_ExecutorActor)
-        self._actors = [self._spawn() for _ in range(actors)]
+        self._borrowed = borrowed
+        self._actors = list(actors) if borrowed else [self._spawn() for _ in range(count)]
         self._closed = False
         self._closes = list(closes)
         self.restarts = 0
 
     def _spawn(self) -> Any:
-        return self._remote.options(**self._options).remote(*self._args)
+        return self._remote.options(**self._options).remote()
 
     @property
     def actors(self) -> list[Any]:
@@ -117,14 +142,21 @@ class RayExecutorPool:
         return out
 
     def _submit(self, i: int, a: int, b: int, pairs: list, jitter: list[int] | None) -> Any:
-        return self._actors[i].execute_many.remote(pairs[a:b], None if jitter is None else jitter[a:b])
+        return self._actors[i].execute_many.remote(
+            pairs[a:b], None if jitter is None else jitter[a:b], self._settings
+        )
 
     def _result(self, i: int, ref: Any, resubmit: Any) -> list[Any]:
         from ray.exceptions import RayActorError
 
         try:
             return self._ray.get(ref)
-        except RayActorError:
+        except RayActorError as error:
+            if self._borrowed:
+                raise WorkerLostError(
+                    f"Ray worker {i} died during sandbox checks; the run stops here and resumes "
+                    "from its last checkpoint (redqueen resume DIR)"
+                ) from error
             self._actors[i] = self._spawn()
             self.restarts += 1
             try:
@@ -139,10 +171,11 @@ class RayExecutorPool:
         self._closed = True
         for actor in self._actors:
             try:
-                self._ray.get(actor.close.remote(), timeout=10)
+                self._ray.get(actor.close_sandbox.remote(), timeout=10)
             except Exception:  # noqa: BLE001 - a dead actor has nothing left to close
                 pass
-            self._ray.kill(actor)
+            if not self._borrowed:
+                self._ray.kill(actor)
         self._actors = []
         for owner in self._closes:
             owner.close()

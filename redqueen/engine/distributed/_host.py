@@ -48,6 +48,8 @@ class RayAdapterHost:
             or ``"SPREAD"`` (across nodes).
         cpu_threads: Torch threads per worker process (default: ``cpus_per_worker`` on CPU).
         max_batch_size: Most rows a worker decodes together.
+        start_timeout: Seconds to wait for the workers to load the model (they wait for free
+            resources first).
 
     Raises:
         ClusterError: If Ray is missing, unreachable, or cannot fit the workers.
@@ -69,6 +71,7 @@ class RayAdapterHost:
         placement: str = "PACK",
         cpu_threads: int | None = None,
         max_batch_size: int = 64,
+        start_timeout: float = 600.0,
     ) -> None:
         if workers < 1:
             raise ValueError(f"RayAdapterHost: workers must be >= 1, got {workers}")
@@ -100,7 +103,16 @@ class RayAdapterHost:
         self._pending: list[Any] = []
         self._tokenizer: Any = None
         try:
-            facts = self._gather([w.describe.remote() for w in self._workers], "start")
+            refs = [w.describe.remote() for w in self._workers]
+            ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=start_timeout)
+            if len(ready) < len(refs):
+                free = self._ray.available_resources()
+                raise ClusterError(
+                    f"engine.workers: {workers} workers ({cpus_per_worker} CPU, {gpus} GPU each) "
+                    f"did not start within {start_timeout:.0f} s; free: CPU={free.get('CPU', 0)}, "
+                    f"GPU={free.get('GPU', 0)}"
+                )
+            facts = self._gather(refs, "start")
         except WorkerLostError as error:
             self.close()
             raise ClusterError(
@@ -291,9 +303,10 @@ class RayAdapterHost:
         return RayLearner(self, config)
 
     def make_executor(self, settings: Mapping[str, Any] | None = None) -> Any:
-        """A sandbox executor pool spread over the cluster's CPUs (one actor per worker).
+        """A sandbox pool over this host's workers, so checks run where the model runs.
 
-        Closing the pool (an environment's ``close``) also stops this host's workers.
+        Each worker starts its own sandbox on its node; closing the pool (an environment's
+        ``close``) also stops this host's workers.
 
         Args:
             settings: ``Executor`` settings ``{"workers", "timeout", "memory_mb"}``.
@@ -302,7 +315,7 @@ class RayAdapterHost:
 
         settings = dict(settings or {})
         return RayExecutorPool(
-            actors=len(self._workers),
+            actors=self._workers,
             workers=settings.get("workers"),
             timeout=settings.get("timeout", 2.0),
             memory_mb=settings.get("memory_mb", 512),

@@ -14,13 +14,15 @@ from typing import Any
 import torch
 
 from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.engine.distributed._executor import SandboxMixin
 from redqueen.genomes import LoRAGenome
 
 __all__ = ["HostWorker"]
 
 
-class HostWorker:
-    """An :class:`~redqueen.engine.AdapterHost` and its :class:`~redqueen.engine.Learner`.
+class HostWorker(SandboxMixin):
+    """An :class:`~redqueen.engine.AdapterHost`, its :class:`~redqueen.engine.Learner`, and a
+    sandbox (started on the first check) so that verification runs on the same processes.
 
     Args:
         model: Model id or local folder (``None``: the shipped tiny-coder).
