@@ -38,7 +38,8 @@ class ActorMap:
     call sends only the arguments (tensors, genome state), splits them into contiguous chunks,
     one per actor, and returns the results in order, so the outcome does not depend on the
     number of actors. The work holds no state between calls, so a chunk whose actor died runs
-    again on a fresh replica: a lost worker costs a retry, not the run.
+    again on the next actor while a fresh replica starts in its place: a lost worker costs a
+    retry, not the run.
 
     Args:
         factory: Picklable callable building the replica (a class, say).
@@ -108,8 +109,10 @@ class ActorMap:
                         raise ClusterError(
                             f"ActorMap: actor {retry.index} died {attempt + 1} times on one chunk"
                         ) from error
+                    # The replacement starts in the background; a live neighbour reruns the chunk.
                     self._actors[retry.index] = self._spawn()
                     self.restarts += 1
+                    retry.index = (retry.index + 1) % len(self._actors)
                     ref = retry()
         return out
 
