@@ -138,6 +138,15 @@ def to_generation(output: Any, prompt_ids: Sequence[int]) -> Generation:
     )
 
 
+def _accepts_logprobs_mode() -> bool:
+    """Whether this vLLM has ``logprobs_mode`` (raw log-probabilities; vLLM >= 0.10.2)."""
+    import dataclasses
+
+    from vllm.engine.arg_utils import EngineArgs
+
+    return "logprobs_mode" in {f.name for f in dataclasses.fields(EngineArgs)}
+
+
 @BACKENDS.register("vllm")
 class VLLMBackend:
     """Decode with a vLLM engine serving the population's adapters side by side.
@@ -177,15 +186,18 @@ class VLLMBackend:
             self.llm = None  # a larger population or rank needs a new engine
             dtype = str(self.host.dtype).removeprefix("torch.")
             max_len = os.environ.get("REDQUEEN_VLLM_MAX_MODEL_LEN")
-            self.llm = self._vllm.LLM(
-                **engine_kwargs(
-                    str(self.host.model_path),
-                    ranks=ranks,
-                    dtype=dtype,
-                    gpu_memory_utilization=float(os.environ.get("REDQUEEN_VLLM_GPU_MEMORY", 0.5)),
-                    max_model_len=int(max_len) if max_len else None,
-                )
+            kwargs = engine_kwargs(
+                str(self.host.model_path),
+                ranks=ranks,
+                dtype=dtype,
+                gpu_memory_utilization=float(os.environ.get("REDQUEEN_VLLM_GPU_MEMORY", 0.5)),
+                max_model_len=int(max_len) if max_len else None,
             )
+            if not _accepts_logprobs_mode():
+                # Older vLLM reports log-probabilities after temperature / top-p: equal to the
+                # raw ones at temperature 1 and top_p 1 (the defaults the learner assumes).
+                kwargs.pop("logprobs_mode")
+            self.llm = self._vllm.LLM(**kwargs)
             self._capacity = need
         return self.llm
 
