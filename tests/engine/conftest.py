@@ -1,4 +1,9 @@
-"""A tiny Llama model and a character-level tokenizer, saved once per test session."""
+"""Models for the engine tests: the shipped tiny-coder, and a smaller random Llama.
+
+``tiny_coder_dir`` is the default base model the engine serves. ``tiny_model_dir`` is a 2-layer
+Llama with a character-level tokenizer, saved once per session, for tests that need a model
+far cheaper than tiny-coder.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import pytest
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from redqueen.assets import tiny_coder_path
 
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]
 
@@ -49,6 +56,24 @@ def build_tiny_model_dir(path: Path, *, seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Run each engine test on one intra-op thread (restored afterwards).
+
+    Small matrix products gain nothing from a second thread, and on a loaded machine two
+    threads that wait for each other make decoding many times slower.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def tiny_coder_dir() -> Path:
+    return tiny_coder_path()
 
 
 @pytest.fixture(scope="session")

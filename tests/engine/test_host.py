@@ -22,19 +22,20 @@ def random_genome(host: AdapterHost, seed: int, *, rank: int = 4) -> LoRAGenome:
 
 
 @pytest.fixture(scope="module")
-def host(tiny_model_dir) -> AdapterHost:
-    host = AdapterHost(tiny_model_dir)
+def host(tiny_coder_dir) -> AdapterHost:
+    host = AdapterHost(tiny_coder_dir)
     for i, name in enumerate(["a", "b", "c"]):
         host.add_adapter(name, random_genome(host, i, rank=4 if name != "c" else 2))
     return host
 
 
-def test_module_shapes_cover_all_linear_projections(host, tiny_model_dir):
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+def test_module_shapes_cover_all_linear_projections(host, tiny_coder_dir):
+    base = AutoModelForCausalLM.from_pretrained(tiny_coder_dir)
     targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     assert host.module_shapes == lora_shapes(base, targets)
-    assert len(host.module_shapes) == 2 * 7
-    assert host.module_shapes["model.layers.0.self_attn.k_proj"] == (16, 32)
+    assert len(host.module_shapes) == base.config.num_hidden_layers * 7
+    hidden, mlp = base.config.hidden_size, base.config.intermediate_size
+    assert host.module_shapes["model.layers.0.mlp.down_proj"] == (hidden, mlp)
 
 
 def test_mixed_batch_matches_each_adapter_alone(host):
@@ -45,7 +46,8 @@ def test_mixed_batch_matches_each_adapter_alone(host):
         alone = host.generate([prompt], [adapter_id], GREEDY)[0]
         assert got.token_ids == alone.token_ids
         assert got.text == alone.text
-        assert got.logprobs == pytest.approx(alone.logprobs, abs=1e-4)
+        # Padding and batched products change float rounding, not the tokens.
+        assert got.logprobs == pytest.approx(alone.logprobs, abs=5e-3)
         assert (
             len(got.token_ids) == GREEDY.max_new_tokens or got.token_ids[-1] in host.eos_token_ids
         )
@@ -54,8 +56,8 @@ def test_mixed_batch_matches_each_adapter_alone(host):
     assert len({tuple(g.token_ids) for g in same_prompt}) == 4
 
 
-def test_mixed_batch_matches_peft_adapter_names(host, tiny_model_dir, tmp_path):
-    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+def test_mixed_batch_matches_peft_adapter_names(host, tiny_coder_dir, tmp_path):
+    base = AutoModelForCausalLM.from_pretrained(tiny_coder_dir)
     peft_model = None
     for name in ["a", "b", "c"]:
         folder = host.genome(name).save_peft(tmp_path / name)
@@ -87,11 +89,11 @@ def test_mixed_batch_matches_peft_adapter_names(host, tiny_model_dir, tmp_path):
             torch.log_softmax(step[row].float(), -1)[tok].item()
             for step, tok in zip(out.scores, gen.token_ids, strict=False)
         ]
-        assert gen.logprobs == pytest.approx(peft_logprobs, abs=1e-4)
+        assert gen.logprobs == pytest.approx(peft_logprobs, abs=5e-3)
 
 
-def test_add_replace_remove(tiny_model_dir):
-    host = AdapterHost(tiny_model_dir)
+def test_add_replace_remove(tiny_coder_dir):
+    host = AdapterHost(tiny_coder_dir)
     first, second = random_genome(host, 10), random_genome(host, 11)
     host.add_adapter("x", first)
     with pytest.raises(ValueError, match="already exists"):
@@ -99,7 +101,7 @@ def test_add_replace_remove(tiny_model_dir):
     before = host.generate(PROMPTS[:1], ["x"], GREEDY)[0]
     host.set_adapter("x", second)
     replaced = host.generate(PROMPTS[:1], ["x"], GREEDY)[0]
-    fresh = AdapterHost(tiny_model_dir)
+    fresh = AdapterHost(tiny_coder_dir)
     fresh.add_adapter("y", second)
     assert replaced.token_ids == fresh.generate(PROMPTS[:1], ["y"], GREEDY)[0].token_ids
     assert replaced.token_ids != before.token_ids
@@ -116,8 +118,8 @@ def test_add_replace_remove(tiny_model_dir):
     assert base_only.token_ids == fresh.generate(PROMPTS[:1], [None], GREEDY)[0].token_ids
 
 
-def test_genome_export_is_a_copy_with_partial_modules(tiny_model_dir):
-    host = AdapterHost(tiny_model_dir)
+def test_genome_export_is_a_copy_with_partial_modules(tiny_coder_dir):
+    host = AdapterHost(tiny_coder_dir)
     full = random_genome(host, 3)
     names = [m for m in full.modules if m.endswith("q_proj")]
     partial = LoRAGenome({m: full.factors(m) for m in names}, rank=full.rank, alpha=full.alpha)
@@ -130,15 +132,15 @@ def test_genome_export_is_a_copy_with_partial_modules(tiny_model_dir):
     assert torch.equal(host.genome("q").factors(names[0])[0], full.factors(names[0])[0])
 
 
-def test_bad_genomes_are_rejected_with_the_module_named(tiny_model_dir):
-    host = AdapterHost(tiny_model_dir)
+def test_bad_genomes_are_rejected_with_the_module_named(tiny_coder_dir):
+    host = AdapterHost(tiny_coder_dir)
     wrong = LoRAGenome(
-        {"model.layers.0.mlp.nope": (torch.zeros(2, 32), torch.zeros(64, 2))}, rank=2, alpha=2
+        {"model.layers.0.mlp.nope": (torch.zeros(2, 192), torch.zeros(512, 2))}, rank=2, alpha=2
     )
     with pytest.raises(ValueError, match="mlp.nope"):
         host.add_adapter("w", wrong)
     name = "model.layers.0.self_attn.q_proj"
-    misshaped = LoRAGenome({name: (torch.zeros(2, 31), torch.zeros(32, 2))}, rank=2, alpha=2)
+    misshaped = LoRAGenome({name: (torch.zeros(2, 191), torch.zeros(192, 2))}, rank=2, alpha=2)
     with pytest.raises(ValueError, match="q_proj"):
         host.add_adapter("w", misshaped)
     assert host.adapter_ids == []
@@ -172,8 +174,8 @@ def test_sampling_is_seeded_and_respects_stops_budgets_and_n(host):
     assert all(len(g.logprobs) == len(g.token_ids) and not g.finished for g in budgets)
 
 
-def test_eos_ends_a_row(tiny_model_dir):
-    host = AdapterHost(tiny_model_dir)
+def test_eos_ends_a_row(tiny_coder_dir):
+    host = AdapterHost(tiny_coder_dir)
     free = host.generate(PROMPTS[:1], [None], GREEDY)[0]
     host.eos_token_ids = {free.token_ids[4]}
     ended = host.generate(PROMPTS[:1], [None], GREEDY)[0]
@@ -194,8 +196,8 @@ def test_generate_validates_its_arguments(host):
     assert isinstance(host.generate(["a"], [None], GREEDY)[0], Generation)
 
 
-def test_batches_larger_than_max_batch_size_are_chunked(tiny_model_dir, host):
-    small = AdapterHost(tiny_model_dir, max_batch_size=3)
+def test_batches_larger_than_max_batch_size_are_chunked(tiny_coder_dir, host):
+    small = AdapterHost(tiny_coder_dir, max_batch_size=3)
     for name in ["a", "b", "c"]:
         small.add_adapter(name, host.genome(name))
     adapter_ids = ["a", "b", None, "c"]

@@ -24,8 +24,8 @@ PROMPTS = ["def f(x):", "y = 3", "print(", "abc"]
 SAMPLE = SamplingParams(max_new_tokens=8, temperature=1.0, seed=0)
 
 
-def make_host(tiny_model_dir, *, seed: int = 0) -> AdapterHost:
-    host = AdapterHost(tiny_model_dir)
+def make_host(tiny_coder_dir, *, seed: int = 0) -> AdapterHost:
+    host = AdapterHost(tiny_coder_dir)
     rng = torch.Generator().manual_seed(seed)
     host.add_adapter(
         "s",
@@ -76,8 +76,8 @@ def test_whiten_advantages_per_group():
         whiten_advantages([1.0], [])
 
 
-def test_generation_logprobs_match_the_learner(tiny_model_dir):
-    host = make_host(tiny_model_dir)
+def test_generation_logprobs_match_the_learner(tiny_coder_dir):
+    host = make_host(tiny_coder_dir)
     rollouts = rollouts_for(host, [1.0, -1.0, 0.5, -0.5])
     recomputed = sequence_logprobs(host, rollouts)
     assert recomputed == pytest.approx([sum(r.logprobs) for r in rollouts], abs=1e-3)
@@ -89,12 +89,12 @@ def test_generation_logprobs_match_the_learner(tiny_model_dir):
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_step_moves_logprobs_with_the_advantage(tiny_model_dir, sign):
-    host = make_host(tiny_model_dir)
+def test_step_moves_logprobs_with_the_advantage(tiny_coder_dir, sign):
+    host = make_host(tiny_coder_dir)
     rollouts = rollouts_for(host, [sign] * len(PROMPTS))
     before = sequence_logprobs(host, rollouts)
     genome_before = host.genome("s")
-    stats = Learner(host, LearnerConfig(lr=1e-2, micro_batch_size=3)).step("s", rollouts)
+    stats = Learner(host, LearnerConfig(lr=1e-3, micro_batch_size=3)).step("s", rollouts)
     after = sequence_logprobs(host, rollouts)
     assert not stats.skipped and math.isfinite(stats.grad_norm) and stats.grad_norm > 0
     for b, a in zip(before, after, strict=True):
@@ -105,18 +105,22 @@ def test_step_moves_logprobs_with_the_advantage(tiny_model_dir, sign):
     assert not torch.equal(host.genome("s").factors(name)[1], genome_before.factors(name)[1])
 
 
-def test_micro_batching_does_not_change_the_update(tiny_model_dir):
+def test_micro_batching_does_not_change_the_update(tiny_coder_dir):
     results = []
     for micro in (1, 4):
-        host = make_host(tiny_model_dir)
+        host = make_host(tiny_coder_dir)
         rollouts = rollouts_for(host, [1.0, -1.0, 0.5, -0.5])
-        Learner(host, LearnerConfig(lr=1e-2, micro_batch_size=micro)).step("s", rollouts)
-        results.append(flat(host))
-    torch.testing.assert_close(results[0], results[1], atol=1e-6, rtol=1e-5)
+        # A large Adam eps makes the step linear in the gradient, so that summation order in
+        # tiny gradients (where g / (|g| + eps) flips) does not hide a real difference.
+        before = flat(host).clone()
+        Learner(host, LearnerConfig(lr=1e-2, eps=1.0, micro_batch_size=micro)).step("s", rollouts)
+        results.append(flat(host) - before)
+    assert results[0].abs().max() > 1e-5  # a real update, not two empty ones
+    torch.testing.assert_close(results[0], results[1], atol=1e-7, rtol=1e-3)
 
 
-def test_nan_loss_is_skipped_not_raised(tiny_model_dir):
-    host = make_host(tiny_model_dir)
+def test_nan_loss_is_skipped_not_raised(tiny_coder_dir):
+    host = make_host(tiny_coder_dir)
     learner = Learner(host, LearnerConfig(lr=1e-2))
     good = rollouts_for(host, [1.0, -1.0, 0.5, -0.5])
     learner.step("s", good)
@@ -144,10 +148,10 @@ def test_nan_loss_is_skipped_not_raised(tiny_model_dir):
     assert stats.skipped
 
 
-def test_optimizer_state_round_trip_resumes_exactly(tiny_model_dir):
+def test_optimizer_state_round_trip_resumes_exactly(tiny_coder_dir):
     config = LearnerConfig(lr=5e-3)
     # Continuous run: three steps.
-    host = make_host(tiny_model_dir)
+    host = make_host(tiny_coder_dir)
     batches = [rollouts_for(host, adv) for adv in ([1.0, -1.0, 0.5, -0.5], [0.5, 0.5, -1.0, 0.0])]
     learner = Learner(host, config)
     learner.step("s", batches[0])
@@ -156,7 +160,7 @@ def test_optimizer_state_round_trip_resumes_exactly(tiny_model_dir):
     continuous = flat(host)
 
     # Interrupted run: two steps, checkpoint (genome + optimizer state), fresh host, one step.
-    host = make_host(tiny_model_dir)
+    host = make_host(tiny_coder_dir)
     learner = Learner(host, config)
     learner.step("s", batches[0])
     learner.step("s", batches[1])
@@ -164,7 +168,7 @@ def test_optimizer_state_round_trip_resumes_exactly(tiny_model_dir):
     torch.save({"genome": host.genome("s").state_dict(), "learner": learner.state_dict()}, buffer)
     buffer.seek(0)
     saved = torch.load(buffer, weights_only=True)
-    resumed_host = AdapterHost(tiny_model_dir)
+    resumed_host = AdapterHost(tiny_coder_dir)
     resumed_host.add_adapter("s", LoRAGenome.from_state_dict(saved["genome"]))
     resumed = Learner(resumed_host, config)
     resumed.load_state_dict(saved["learner"])
@@ -172,17 +176,17 @@ def test_optimizer_state_round_trip_resumes_exactly(tiny_model_dir):
     assert torch.equal(flat(resumed_host), continuous)
 
     # Without the optimizer state the third step differs (Adam's moments matter).
-    fresh_host = AdapterHost(tiny_model_dir)
+    fresh_host = AdapterHost(tiny_coder_dir)
     fresh_host.add_adapter("s", LoRAGenome.from_state_dict(saved["genome"]))
     Learner(fresh_host, config).step("s", batches[0])
     assert not torch.equal(flat(fresh_host), continuous)
 
     with pytest.raises(KeyError):
-        Learner(AdapterHost(tiny_model_dir), config).load_state_dict(saved["learner"])
+        Learner(AdapterHost(tiny_coder_dir), config).load_state_dict(saved["learner"])
 
 
-def test_replaced_adapter_starts_with_fresh_optimizer_state(tiny_model_dir):
-    host = make_host(tiny_model_dir)
+def test_replaced_adapter_starts_with_fresh_optimizer_state(tiny_coder_dir):
+    host = make_host(tiny_coder_dir)
     learner = Learner(host, LearnerConfig(lr=1e-2))
     learner.step("s", rollouts_for(host, [1.0, -1.0, 0.5, -0.5]))
     assert "s" in learner.state_dict()["optimizers"]
@@ -192,10 +196,10 @@ def test_replaced_adapter_starts_with_fresh_optimizer_state(tiny_model_dir):
     assert float(learner.state_dict()["optimizers"]["s"]["state"][0]["step"]) == 1.0
 
 
-def test_kl_penalty_changes_the_update(tiny_model_dir):
+def test_kl_penalty_changes_the_update(tiny_coder_dir):
     updates = []
     for kl_coef in (0.0, 0.5):
-        host = make_host(tiny_model_dir)
+        host = make_host(tiny_coder_dir)
         rollouts = rollouts_for(host, [1.0, -1.0, 0.5, -0.5])
         stats = Learner(host, LearnerConfig(lr=1e-2, kl_coef=kl_coef)).step("s", rollouts)
         assert not stats.skipped
@@ -203,12 +207,12 @@ def test_kl_penalty_changes_the_update(tiny_model_dir):
     assert not torch.allclose(updates[0], updates[1])
 
 
-def test_trained_adapter_round_trips_through_peft(tiny_model_dir, tmp_path):
-    host = make_host(tiny_model_dir)
+def test_trained_adapter_round_trips_through_peft(tiny_coder_dir, tmp_path):
+    host = make_host(tiny_coder_dir)
     Learner(host, LearnerConfig(lr=1e-2)).step("s", rollouts_for(host, [1.0, -1.0, 0.5, -0.5]))
     folder = host.genome("s").save_peft(tmp_path / "s")
     peft_model = PeftModel.from_pretrained(
-        AutoModelForCausalLM.from_pretrained(tiny_model_dir), folder
+        AutoModelForCausalLM.from_pretrained(tiny_coder_dir), folder
     )
     peft_model.eval()
     ids = torch.tensor([host.tokenizer("def f(x):\n    return x")["input_ids"]])
@@ -222,10 +226,10 @@ def test_trained_adapter_round_trips_through_peft(tiny_model_dir, tmp_path):
     assert not torch.allclose(ours, plain, atol=1e-3)  # the adapter matters
 
 
-def test_zero_advantage_rollouts_only_count_in_the_token_mean(tiny_model_dir):
+def test_zero_advantage_rollouts_only_count_in_the_token_mean(tiny_coder_dir):
     results = []
     for filler_seed in (1, 2):
-        host = make_host(tiny_model_dir)
+        host = make_host(tiny_coder_dir)
         rollouts = rollouts_for(host, [1.0, -1.0, 0.0, 0.0])
         # Same lengths, other tokens: a rollout with zero advantage must not matter beyond its length.
         rng = torch.Generator().manual_seed(filler_seed)
@@ -238,7 +242,7 @@ def test_zero_advantage_rollouts_only_count_in_the_token_mean(tiny_model_dir):
         results.append(flat(host))
     torch.testing.assert_close(results[0], results[1], atol=0, rtol=0)
 
-    host = make_host(tiny_model_dir)
+    host = make_host(tiny_coder_dir)
     before = flat(host).clone()
     learner = Learner(host, LearnerConfig(lr=1e-2))
     stats = learner.step("s", rollouts_for(host, [0.0] * len(PROMPTS)))
