@@ -90,7 +90,7 @@ def test_two_workers_match_one_process_and_survive_a_lost_worker(
 ):
     import ray
 
-    connect(num_cpus=2)
+    connect(num_cpus=2, num_gpus=2)  # logical GPUs: placement only
     out = tmp_path / "cluster"
     runner = start_run(config(tiny_model_dir, 2), out, plots=False)
     host = runner.env.host

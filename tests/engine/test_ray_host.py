@@ -24,7 +24,7 @@ IDS = ["a0", "a1", "a2", "a3"]
 
 @pytest.fixture(scope="module")
 def hosts(tiny_model_dir):
-    connect(num_cpus=2)
+    connect(num_cpus=2, num_gpus=2)  # logical GPUs: placement only
     local = AdapterHost(tiny_model_dir)
     remote = RayAdapterHost(str(tiny_model_dir), workers=2, cpus_per_worker=0)
     for i, adapter_id in enumerate(IDS):
@@ -157,3 +157,24 @@ def test_a_killed_worker_is_reported_with_its_adapters(hosts):
     ray.kill(remote.actors[1])
     with pytest.raises(WorkerLostError, match=r"worker 1 .*\['a1', 'a3'\].*resume"):
         remote.generate(["x", "y"], ["a0", "a1"], SamplingParams(max_new_tokens=2, seed=0))
+
+
+def test_gpu_workers_get_one_bundle_and_one_gpu_each(hosts):
+    import ray
+    from ray.util.placement_group import remove_placement_group
+
+    from redqueen.engine.distributed._cluster import place_workers
+
+    if ray.cluster_resources().get("GPU", 0) < 2:
+        pytest.skip("the test cluster was started without (logical) GPUs")
+    group, options = place_workers(2, cpus=0, gpus=1, strategy="PACK", timeout=30)
+    try:
+        assert [o["num_gpus"] for o in options] == [1, 1]
+        assert [o["scheduling_strategy"].placement_group_bundle_index for o in options] == [0, 1]
+        gpu_ids = ray.remote(lambda: ray.get_gpu_ids())
+        ids = ray.get([gpu_ids.options(**o).remote() for o in options])
+        assert sorted(i for pair in ids for i in pair) == [0, 1]
+        with pytest.raises(ClusterError, match="do not fit"):
+            place_workers(1, cpus=0, gpus=1, timeout=1)
+    finally:
+        remove_placement_group(group)

@@ -43,7 +43,7 @@ def test_two_actors_match_one_process_even_when_one_is_killed(tmp_path):
     import ray
 
     want, _ = run(tmp_path / "single", 0)
-    connect(num_cpus=2)
+    connect(num_cpus=2, num_gpus=2)  # logical GPUs: placement only
     killed = []
 
     def kill_one(record, runner):

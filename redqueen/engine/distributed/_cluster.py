@@ -31,12 +31,15 @@ def _ray() -> Any:
     return ray
 
 
-def connect(address: str | None = None, *, num_cpus: int | None = None) -> Any:
+def connect(
+    address: str | None = None, *, num_cpus: int | None = None, num_gpus: int | None = None
+) -> Any:
     """Join a Ray cluster (or start a local one) unless this process is already connected.
 
     Args:
         address: ``"auto"``, ``"ray://host:10001"`` or ``None`` (a local cluster on this machine).
         num_cpus: CPUs of a new local cluster (ignored when joining one).
+        num_gpus: GPUs of a new local cluster (default: the ones Ray detects).
 
     Returns:
         The ``ray`` module.
@@ -50,8 +53,11 @@ def connect(address: str | None = None, *, num_cpus: int | None = None) -> Any:
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
     if address:
         kwargs["address"] = address
-    elif num_cpus is not None:
-        kwargs["num_cpus"] = int(num_cpus)
+    else:
+        if num_cpus is not None:
+            kwargs["num_cpus"] = int(num_cpus)
+        if num_gpus is not None:
+            kwargs["num_gpus"] = int(num_gpus)
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as error:
