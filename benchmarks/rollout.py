@@ -19,7 +19,7 @@ weights are missing). Writes ``benchmarks/results/rollout_<device>.json``.
 Usage::
 
     python benchmarks/rollout.py                 # cuda if available, else cpu
-    python benchmarks/rollout.py --device cpu --batch 16 --new-tokens 32
+    python benchmarks/rollout.py --device cpu --threads 1 --batch 16 --new-tokens 32
 """
 
 from __future__ import annotations
@@ -148,9 +148,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--variants", nargs="*", default=None, help="subset to run (no_adapter always)"
     )
+    parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     gpu = device.type == "cuda"
     batch = args.batch or (64 if gpu else 32)
