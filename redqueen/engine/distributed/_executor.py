@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -89,6 +90,11 @@ class RayExecutorPool:
         self._ray = connect(address)
         self._settings = (max(1, int(workers or cpus_per_actor or 1)), float(timeout), int(memory_mb))
         self._options = {"num_cpus": float(cpus_per_actor), "max_restarts": 0}
+        # Ship the actor class by value: its process then imports only the verifier, not the
+        # model stack that importing this package would pull in (a faster start).
+        from ray import cloudpickle
+
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
         self._remote = self._ray.remote(_ExecutorActor)
         self._borrowed = borrowed
         self._actors = list(actors) if borrowed else [self._spawn() for _ in range(count)]
