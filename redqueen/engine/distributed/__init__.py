@@ -24,7 +24,8 @@ from __future__ import annotations
 from redqueen.engine.distributed._build import cluster_host
 from redqueen.engine.distributed._cluster import ClusterError, WorkerLostError, connect
 from redqueen.engine.distributed._executor import RayExecutorPool
-from redqueen.engine.distributed._host import PendingStats, RayAdapterHost, RayLearner
+from redqueen.engine.distributed._host import RayAdapterHost
+from redqueen.engine.distributed._learner import PendingStats, RayLearner
 from redqueen.engine.distributed._map import ActorMap
 from redqueen.engine.distributed._worker import HostWorker
 

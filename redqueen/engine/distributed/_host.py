@@ -1,20 +1,20 @@
-"""The driver side: :class:`RayAdapterHost` and :class:`RayLearner`.
+"""The driver side of the model workers: :class:`RayAdapterHost`.
 
 :class:`RayAdapterHost` has the methods of :class:`~redqueen.engine.AdapterHost` that the
 environments use, so an environment runs unchanged on one process or on a cluster. Each
 adapter lives on exactly one worker (the least loaded when it is first added, ties to the
 lowest index); generation rows and learner steps go to that worker; calls to different
-workers run at the same time. Sampling gives the same tokens as one process: every row draws
-from its own stream, keyed by the call seed, its adapter, prompt and repeat index (see
-:func:`redqueen.engine.backends._hf.row_seeds`), and a worker receives each adapter's rows in
-their original order.
+workers run at the same time. Every row draws from its own stream, keyed by the call seed,
+its adapter, prompt and repeat index (see :func:`redqueen.engine.backends._hf.row_seeds`), and
+a worker receives each adapter's rows in their original order, so the split over workers does
+not decide the draws.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.distributed._cluster import (
@@ -27,7 +27,10 @@ from redqueen.engine.distributed._cluster import (
 from redqueen.engine.distributed._worker import HostWorker
 from redqueen.genomes import LoRAGenome
 
-__all__ = ["PendingStats", "RayAdapterHost", "RayLearner"]
+if TYPE_CHECKING:
+    from redqueen.engine.distributed._learner import RayLearner
+
+__all__ = ["RayAdapterHost"]
 
 
 class RayAdapterHost:
@@ -300,6 +303,8 @@ class RayAdapterHost:
         Args:
             config: A :class:`~redqueen.engine.LearnerConfig` (``None``: defaults).
         """
+        from redqueen.engine.distributed._learner import RayLearner
+
         return RayLearner(self, config)
 
     def make_executor(self, settings: Mapping[str, Any] | None = None) -> Any:
@@ -339,100 +344,3 @@ class RayAdapterHost:
             f"RayAdapterHost(model={self.model_path!r}, workers={len(self._workers)}, "
             f"device={self.device!r}, adapters={self.adapter_ids})"
         )
-
-
-class RayLearner:
-    """The :class:`~redqueen.engine.Learner` interface, each step run on the adapter's worker.
-
-    :meth:`step` returns at once with a :class:`PendingStats`; steps on different workers run
-    at the same time, and each worker runs its calls in order, so the next generation on that
-    worker sees the updated adapter. Errors surface at the host's next call or when the stats
-    are read.
-
-    Args:
-        host: The :class:`RayAdapterHost` whose workers hold the adapters.
-        config: A :class:`~redqueen.engine.LearnerConfig` (``None``: defaults), sent to every
-            worker.
-    """
-
-    def __init__(self, host: RayAdapterHost, config: Any = None) -> None:
-        from redqueen.engine import LearnerConfig
-
-        self.host = host
-        self.config = config if config is not None else LearnerConfig()
-        refs = [w.configure_learner.remote(self.config) for w in host._workers]
-        host._gather(refs, "learner setup")
-
-    def step(self, adapter_id: str, rollouts: Sequence[Any]) -> PendingStats:
-        """Start one update of ``adapter_id`` on its worker.
-
-        Raises:
-            KeyError: If no worker holds the adapter.
-        """
-        index = self.host._worker_of(adapter_id)
-        ref = self.host._workers[index].learner_step.remote(adapter_id, list(rollouts))
-        self.host._pending.append((index, ref))
-        return PendingStats(self.host, index, ref)
-
-    def forget(self, adapter_id: str) -> None:
-        """Drop an adapter's optimizer state (nothing to do once the host removed it)."""
-        index = self.host._owner.get(adapter_id)
-        if index is not None:
-            self.host._gather(
-                [self.host._workers[index].learner_forget.remote(adapter_id)], "forget", [index]
-            )
-
-    def state_dict(self) -> dict[str, Any]:
-        """Every worker's optimizer states merged into one ``Learner.state_dict``."""
-        self.host._settle()
-        parts = self.host._gather([w.learner_state.remote() for w in self.host._workers], "state")
-        optimizers: dict[str, Any] = {}
-        for part in parts:
-            optimizers.update(part["optimizers"])
-        return {"config": parts[0]["config"], "optimizers": optimizers}
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Send each worker the optimizer states of its adapters.
-
-        Raises:
-            KeyError: If the state lacks ``optimizers`` or names an adapter no worker holds.
-        """
-        if "optimizers" not in state:
-            raise KeyError("RayLearner.load_state_dict: state has no 'optimizers' entry")
-        split: list[dict[str, Any]] = [{} for _ in self.host._workers]
-        for adapter_id, optimizer_state in state["optimizers"].items():
-            split[self.host._worker_of(adapter_id)][adapter_id] = optimizer_state
-        config = state.get("config")
-        refs = [
-            w.learner_load.remote({"config": config, "optimizers": part})
-            for w, part in zip(self.host._workers, split, strict=True)
-        ]
-        self.host._gather(refs, "learner load")
-
-
-class PendingStats:
-    """A learner step in flight; reading any field waits for it (a ``LearnerStats`` then).
-
-    Args:
-        host: The host that tracks in-flight calls.
-        worker: Index of the worker running the step.
-        ref: The Ray object ref of the step's result.
-    """
-
-    def __init__(self, host: RayAdapterHost, worker: int, ref: Any) -> None:
-        self._host, self._worker, self._ref = host, worker, ref
-        self._value: Any = None
-
-    def result(self) -> Any:
-        """The step's ``LearnerStats`` (waits for it)."""
-        if self._value is None:
-            self._value = self._host._gather([self._ref], "learner step", [self._worker])[0]
-        return self._value
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.result(), name)
-
-    def __repr__(self) -> str:
-        return f"PendingStats({self.result()!r})" if self._value is not None else "PendingStats(...)"
