@@ -78,7 +78,7 @@ def test_comparison_table_has_paper_columns() -> None:
     selfplay = _report(roles=("solo", "solo", "solo"))
     table = comparison_table([(population, selfplay)])
     header, _, row = table.strip().splitlines()
-    assert "population mean" in header and "population weakest" in header and "self-play" in header
+    assert "population mean" in header and "population weakest" in header and "baseline" in header
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     # base 50.0, self-play mean over 3 solo members, student mean 50.0, weakest 25.0, best 75.0
     assert cells[1:] == ["50.0", f"{100 * (0.75 + 0.25 + 1.0) / 3:.1f}", "50.0", "25.0", "75.0"]

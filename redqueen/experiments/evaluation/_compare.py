@@ -32,11 +32,11 @@ def cached_or_evaluate(
 def comparison_table(rows: Sequence[tuple[EvalReport, EvalReport]]) -> str:
     """Markdown table, one line per suite, from (population report, self-play report) pairs.
 
-    Columns follow the paper: the population's mean and weakest member against the self-play
-    baseline; population summaries use the student role when the run has one.
+    Columns follow the paper: the population's mean and weakest member against the baseline
+    (a self-play run, or baseline adapters); summaries use the student role when a run has one.
     """
     lines = [
-        "| benchmark | base model | self-play | population mean | population weakest | population best |",
+        "| benchmark | base model | baseline | population mean | population weakest | population best |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
 
