@@ -61,7 +61,7 @@ def connect(
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as error:
-        raise ClusterError(f"ray_address {address!r}: cannot connect: {error}") from error
+        raise ClusterError(f"engine.ray_address {address!r}: cannot connect: {error}") from error
     return ray
 
 
