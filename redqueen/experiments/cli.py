@@ -30,6 +30,7 @@ from rich.progress import (
 from rich.table import Table
 
 from redqueen._registry import ALL_REGISTRIES
+from redqueen.experiments.evaluation.command import eval_command
 
 app = typer.Typer(
     add_completion=False,
@@ -46,6 +47,7 @@ PLUGIN_MODULES = (
     "redqueen.experiments.plots",
     "redqueen.experiments.config",
     "redqueen.environments",
+    "redqueen.experiments.evaluation",
 )
 
 #: Exit status for bad input (unknown key, wrong type, missing file, unknown member, ...).
@@ -261,6 +263,9 @@ def export_command(
     with bad_input_exits():
         path = export_adapter(run_dir, member_id, out)
     typer.echo(str(path))
+
+
+app.command("eval")(eval_command)
 
 
 @app.command("list")
