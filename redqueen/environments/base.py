@@ -64,6 +64,7 @@ class Environment(ABC):
 
     def close(self) -> None:
         """Release processes and memory (executors, models). Safe to call twice."""
+        return None
 
 
 #: Registered environment classes, by name.

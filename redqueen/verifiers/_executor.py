@@ -164,6 +164,10 @@ class Executor:
         max_value_chars: Longest accepted ``repr`` of a result.
         max_stdout_chars: Most characters a program may print; printing more fails the run.
         hash_seed: ``PYTHONHASHSEED`` of every run, so string hashing and set order are stable.
+        preload: Extra standard-library modules the fork servers import up front. Programs can
+            import only what the servers hold (the unprivileged children cannot read the
+            interpreter's library), so a benchmark whose tests import, say, ``random`` lists it
+            here; the code-task executors leave it out because it makes every fork dearer.
 
     Raises:
         ValueError: If an argument is out of range.
@@ -178,6 +182,7 @@ class Executor:
         max_value_chars: int = 100_000,
         max_stdout_chars: int = 65_536,
         hash_seed: int = 0,
+        preload: Sequence[str] = (),
     ) -> None:
         workers = (os.cpu_count() or 1) if workers is None else workers
         if int(workers) < 1:
@@ -198,6 +203,7 @@ class Executor:
             "memory_bytes": self.memory_mb * 2**20,
             "max_value_chars": int(max_value_chars),
             "max_stdout_chars": int(max_stdout_chars),
+            "preload": [str(name) for name in preload],
         }
         self._lock = threading.Lock()
         self._closed = False

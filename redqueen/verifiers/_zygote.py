@@ -377,7 +377,7 @@ def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
 def main() -> None:
     """Entry point: ``python _zygote.py '<json config>'``; serves until stdin closes."""
     config = json.loads(sys.argv[1])
-    for name in PRELOAD:
+    for name in (*PRELOAD, *config.get("preload", ())):
         __import__(name)
     sys.dont_write_bytecode = True
     rfd, wfd = os.dup(0), os.dup(1)

@@ -187,3 +187,13 @@ def test_survives_its_temporary_directory_being_removed():
         shutil.rmtree(os.path.dirname(workdir))  # as a tmp cleaner would
         result = ex.execute("with open('x', 'w') as fh:\n    fh.write('1')", "1")
         assert result.ok, result.error
+
+
+def test_preloaded_modules_are_importable_by_programs() -> None:
+    with Executor(workers=1, preload=("random", "hashlib")) as ex:
+        result = ex.execute(
+            "import hashlib, random\ndef f():\n    return hashlib.md5(b'a').hexdigest()[:4], random.Random(1).random() < 1",
+            "f()",
+        )
+    assert result.ok, result.error
+    assert result.value == repr(("0cc1", True))

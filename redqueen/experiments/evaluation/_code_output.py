@@ -37,6 +37,7 @@ class CodeOutputSuite:
     """
 
     name = "code_output"
+    preload: tuple[str, ...] = ()
 
     def __init__(
         self,

@@ -266,7 +266,8 @@ def _check(
         for row in texts
         for problem, text in zip(problems, row, strict=True)
     ]
-    with Executor(workers=workers, timeout=suite.timeout) as executor:
+    preload = tuple(getattr(suite, "preload", ()))
+    with Executor(workers=workers, timeout=suite.timeout, preload=preload) as executor:
         verdicts = suite.check(flat_problems, flat, executor)
         probe = getattr(suite, "unrunnable", None)
         unrunnable = list(probe(problems, executor)) if callable(probe) else []

@@ -32,6 +32,8 @@ class HumanEvalSuite:
 
     name = "humaneval"
     stop = HUMANEVAL_STOPS
+    #: What HumanEval's tests import beyond the sandbox's default set.
+    preload = ("random", "hashlib")
 
     def __init__(self, *, max_new_tokens: int = 384, timeout: float = 5.0) -> None:
         self.max_new_tokens = max_new_tokens

@@ -36,12 +36,15 @@ class BenchmarkSuite(Protocol):
         stop: Stop sequences for generation.
         max_new_tokens: Generation budget per problem.
         timeout: Seconds the sandbox allows one check.
+        preload: Standard-library modules the sandbox must offer the checked programs
+            (see :class:`redqueen.verifiers.Executor`).
     """
 
     name: str
     stop: tuple[str, ...]
     max_new_tokens: int
     timeout: float
+    preload: tuple[str, ...]
 
     def problems(self, limit: int | None = None) -> list[Problem]:
         """The first ``limit`` problems (all when ``None``), in a fixed order."""
