@@ -59,7 +59,12 @@ def time_anchor(steps: int) -> dict[str, float]:
     for _ in range(steps):
         env._step()  # step() minus the thread guard
     seconds = time.perf_counter() - start
-    return {"threads": torch.get_num_threads(), "steps": steps, "seconds": seconds, "seconds_per_generation": seconds / steps}
+    return {
+        "threads": torch.get_num_threads(),
+        "steps": steps,
+        "seconds": seconds,
+        "seconds_per_generation": seconds / steps,
+    }
 
 
 def main() -> None:
@@ -78,8 +83,12 @@ def main() -> None:
         "target_seconds": 30.0,
         "meets_target": ours["seconds"] < 30.0,
         "speedup_vs_anchor": anchor["seconds_per_generation"] / ours["seconds_per_generation"],
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "torch": torch.__version__,
-                    "load_average": os.getloadavg()},
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "torch": torch.__version__,
+            "load_average": os.getloadavg(),
+        },
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=2)
