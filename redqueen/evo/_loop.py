@@ -228,7 +228,7 @@ class EvolutionLoop:
         """``count`` children of ``parents`` (ranked best first) by the operator mix."""
         from redqueen.evo.operators import crossover, mutate
 
-        names = list(self.config.operators)
+        names = sorted(self.config.operators)  # a mapping's key order must not change the run
         weights = np.asarray([self.config.operators[n] for n in names], dtype=float)
         ops = [names[i] for i in self.rng.choice(len(names), size=count, p=weights / weights.sum())]
         arity = [self._arity(op) for op in ops]
