@@ -20,19 +20,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from redqueen.environments._code_env import CodeGameEnv
 from redqueen.environments._codegame import (
     GameSettings,
-    grade,
-    learn,
     match_scores,
-    propose,
-    solve,
-    step_metrics,
-    task_rows,
-    verify,
 )
 from redqueen.environments._members import MemberBook, make_host, objectives_for
-from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer
 from redqueen.evo import EvolutionLoop, Lineage, Population, ReplacementConfig
 from redqueen.fitness import PFSPMatchmaker, RatingSystem, StudentReward, TeacherReward
@@ -41,7 +35,7 @@ ROLES = ("teacher", "student")
 
 
 @ENVIRONMENTS.register("coevolution")
-class CoevolutionEnv(Environment):
+class CoevolutionEnv(CodeGameEnv):
     """Teachers propose code tasks, students solve them; both populations evolve.
 
     Args:
@@ -160,21 +154,9 @@ class CoevolutionEnv(Environment):
         teacher_ids = [ind.id for ind in self.population.members("teacher")]
         student_ids = [ind.id for ind in self.population.members("student")]
         pairs = self.matchmaker.pair(teacher_ids, student_ids, self.ratings, self.np_rng)
-        propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
-
-        played = propose(
-            self.host,
-            pairs,
-            self.buffer,
-            self.settings,
-            step=step,
-            py_rng=self.py_rng,
-            seed=propose_seed,
+        played, learner_stats = self._play(
+            pairs, step, proposer_role="teacher", solver_role="student"
         )
-        verify(played, self.executor, self.buffer)
-        solve(self.host, played, self.settings, seed=solve_seed)
-        grade(played, self.executor, self.teacher_reward, self.student_reward)
-        learner_stats = learn(self.learner, played, proposer_role="teacher", solver_role="student")
 
         for teacher, student, student_score in match_scores(played, pairs):
             self.ratings.record_score(teacher, student, 1.0 - student_score, student_score)
@@ -188,56 +170,18 @@ class CoevolutionEnv(Environment):
         else:
             self.book.refresh()
 
-        metrics: dict[str, float] = {"step": step}
-        metrics.update(step_metrics(played, self.settings.task_types))
-        metrics.update(self.book.population_metrics(ROLES))
-        metrics["coverage"] = float(len(self.signatures))
-        metrics["buffer_size"] = float(len(self.buffer))
-        metrics["learner_skipped"] = float(
-            sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
-        )
-        self.step_count += 1
-        metrics["seconds"] = time.perf_counter() - start
-        return StepRecord(
-            step=step,
-            metrics=metrics,
-            tasks=task_rows(played, step),
-            ratings=self.book.rating_rows(step),
-            births=births,
-            deaths=deaths,
+        return self._record(
+            step, start, played, learner_stats, ROLES, births=births, deaths=deaths
         )
 
     # -- checkpoints ------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """Genomes (trained weights from the host), optimizer states, ratings, task buffer,
-        population, lineage, coverage, step count and every RNG state."""
-        return {
-            "step_count": self.step_count,
-            "members": self.book.state_dict(),
-            "evolution": self.evolution.state_dict(),
-            "buffer": self.buffer.state_dict(),
-            "signatures": sorted(self.signatures),
-            "rng": {
-                "python": self.py_rng.getstate(),
-                "numpy": self.np_rng.bit_generator.state,
-                "torch": torch.get_rng_state(),
-            },
-        }
+        """Everything :class:`CodeGameEnv` keeps, plus the evolution loop's state (ratings
+        live in the member book)."""
+        return {**super().state_dict(), "evolution": self.evolution.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned; the host's adapters follow the population."""
-        self.step_count = int(state["step_count"])
-        self.book.load_state_dict(state["members"])
+        super().load_state_dict(state)
         self.evolution.load_state_dict(state["evolution"])
-        self.buffer.load_state_dict(state["buffer"])
-        self.signatures = set(state["signatures"])
-        self.py_rng.setstate(state["rng"]["python"])
-        self.np_rng.bit_generator.state = state["rng"]["numpy"]
-        torch.set_rng_state(state["rng"]["torch"])
-
-    def close(self) -> None:
-        """Shut the sandbox executor down (safe to call twice)."""
-        executor, self.executor = self.executor, None
-        if executor is not None:
-            executor.close()

@@ -1,0 +1,118 @@
+"""What the code-game environments share: one round of play, the step record, checkpoints.
+
+:class:`~redqueen.environments.CoevolutionEnv` and :class:`~redqueen.environments.SelfPlayEnv`
+differ only in who proposes to whom and in what happens around the round (ratings and
+replacement for co-evolution); the round itself, the metrics, the checkpoint state and shutdown
+are the same code, kept here once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from redqueen.environments._codegame import (
+    PlayedTask,
+    grade,
+    learn,
+    propose,
+    solve,
+    step_metrics,
+    task_rows,
+    verify,
+)
+from redqueen.environments.base import Environment, StepRecord
+
+
+class CodeGameEnv(Environment):
+    """Base of the environments that play the propose / verify / solve / learn round.
+
+    Subclasses set ``host``, ``executor``, ``learner``, ``buffer``, ``settings``, ``book``,
+    ``signatures``, ``py_rng``, ``np_rng``, ``teacher_reward`` and ``student_reward`` in their
+    constructors and write :meth:`step` around :meth:`_play` and :meth:`_record`.
+    """
+
+    def _play(
+        self, pairs: Sequence[tuple[str, str]], step: int, *, proposer_role: str, solver_role: str
+    ) -> tuple[list[PlayedTask], dict[str, Any]]:
+        """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs."""
+        propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
+        played = propose(
+            self.host,
+            pairs,
+            self.buffer,
+            self.settings,
+            step=step,
+            py_rng=self.py_rng,
+            seed=propose_seed,
+        )
+        verify(played, self.executor, self.buffer)
+        solve(self.host, played, self.settings, seed=solve_seed)
+        grade(played, self.executor, self.teacher_reward, self.student_reward)
+        stats = learn(self.learner, played, proposer_role=proposer_role, solver_role=solver_role)
+        return played, stats
+
+    def _record(
+        self,
+        step: int,
+        start: float,
+        played: Sequence[PlayedTask],
+        learner_stats: dict[str, Any],
+        roles: Sequence[str],
+        *,
+        births: Sequence[str] = (),
+        deaths: Sequence[str] = (),
+    ) -> StepRecord:
+        """Close the step: metrics and rows as the run directory expects, step count advanced."""
+        metrics: dict[str, float] = {"step": step}
+        metrics.update(step_metrics(played, self.settings.task_types))
+        metrics.update(self.book.population_metrics(roles))
+        metrics["coverage"] = float(len(self.signatures))
+        metrics["buffer_size"] = float(len(self.buffer))
+        metrics["learner_skipped"] = float(
+            sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
+        )
+        self.step_count += 1
+        metrics["seconds"] = time.perf_counter() - start
+        return StepRecord(
+            step=step,
+            metrics=metrics,
+            tasks=task_rows(played, step),
+            ratings=self.book.rating_rows(step),
+            births=list(births),
+            deaths=list(deaths),
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        """Genomes (trained weights from the host), optimizer states, task buffer, population,
+        lineage, coverage, step count and every RNG state."""
+        return {
+            "step_count": self.step_count,
+            "members": self.book.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "signatures": sorted(self.signatures),
+            "rng": {
+                "python": self.py_rng.getstate(),
+                "numpy": self.np_rng.bit_generator.state,
+                "torch": torch.get_rng_state(),
+            },
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; the host's adapters follow the population."""
+        self.step_count = int(state["step_count"])
+        self.book.load_state_dict(state["members"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.signatures = set(state["signatures"])
+        self.py_rng.setstate(state["rng"]["python"])
+        self.np_rng.bit_generator.state = state["rng"]["numpy"]
+        torch.set_rng_state(state["rng"]["torch"])
+
+    def close(self) -> None:
+        """Shut the sandbox executor down (safe to call twice)."""
+        executor, self.executor = self.executor, None
+        if executor is not None:
+            executor.close()
