@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
 from redqueen.engine._lora_layer import MultiLoRALinear, inject_multilora
-from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
 from redqueen.engine.backends import BACKENDS, GenerationBackend
 from redqueen.genomes import LoRAGenome
 
@@ -271,17 +271,7 @@ class AdapterHost:
             KeyError: If an adapter id is unknown.
         """
         prompts = list(prompts)
-        if len(adapter_ids) != len(prompts):
-            raise ValueError(f"generate: {len(prompts)} prompts but {len(adapter_ids)} adapter_ids")
-        if sampling is None:
-            sampling = SamplingParams()
-        per_row = (
-            [sampling] * len(prompts) if isinstance(sampling, SamplingParams) else list(sampling)
-        )
-        if len(per_row) != len(prompts):
-            raise ValueError(f"generate: {len(prompts)} prompts but {len(per_row)} SamplingParams")
-        if len({p.seed for p in per_row}) > 1:
-            raise ValueError("generate: all SamplingParams of one call must share one seed")
+        per_row = rows_sampling(prompts, adapter_ids, sampling)
         for adapter_id in {a for a in adapter_ids if a is not None}:
             self._check(adapter_id)
         ids, rows, params = [], [], []

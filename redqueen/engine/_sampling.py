@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = ["Generation", "SamplingParams"]
@@ -76,3 +77,25 @@ class Generation:
     token_ids: list[int]
     logprobs: list[float]
     finished: bool
+
+
+def rows_sampling(
+    prompts: Sequence[str],
+    adapter_ids: Sequence[str | None],
+    sampling: SamplingParams | Sequence[SamplingParams] | None,
+) -> list[SamplingParams]:
+    """One :class:`SamplingParams` per prompt, checked the way every backend's ``generate`` needs.
+
+    Raises:
+        ValueError: If the lengths disagree or the per-prompt seeds differ.
+    """
+    if len(adapter_ids) != len(prompts):
+        raise ValueError(f"generate: {len(prompts)} prompts but {len(adapter_ids)} adapter_ids")
+    sampling = SamplingParams() if sampling is None else sampling
+    per_row = [sampling] * len(prompts) if isinstance(sampling, SamplingParams) else list(sampling)
+    if len(per_row) != len(prompts):
+        raise ValueError(f"generate: {len(prompts)} prompts but {len(per_row)} SamplingParams")
+    if len({p.seed for p in per_row}) > 1:
+        raise ValueError("generate: all SamplingParams of one call must share one seed")
+    return per_row
+

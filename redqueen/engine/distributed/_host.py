@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
 from redqueen.engine.distributed._cluster import (
     ClusterError,
     WorkerLostError,
@@ -266,14 +266,7 @@ class RayAdapterHost:
             KeyError: If an adapter id is unknown.
         """
         prompts = list(prompts)
-        if len(adapter_ids) != len(prompts):
-            raise ValueError(f"generate: {len(prompts)} prompts but {len(adapter_ids)} adapter_ids")
-        sampling = SamplingParams() if sampling is None else sampling
-        per_row = [sampling] * len(prompts) if isinstance(sampling, SamplingParams) else list(sampling)
-        if len(per_row) != len(prompts):
-            raise ValueError(f"generate: {len(prompts)} prompts but {len(per_row)} SamplingParams")
-        if len({p.seed for p in per_row}) > 1:
-            raise ValueError("generate: all SamplingParams of one call must share one seed")
+        per_row = rows_sampling(prompts, adapter_ids, sampling)
         rows_of: dict[int, list[int]] = {}
         for row, adapter_id in enumerate(adapter_ids):
             index = 0 if adapter_id is None else self._worker_of(adapter_id)
