@@ -1,20 +1,19 @@
-"""Arms race: population co-evolution (``tiny``) vs single-agent self-play (``tiny-selfplay``).
+"""Arms race: the pre-registered experiment of ``benchmarks/ARMS_RACE.md``.
 
-Runs both presets over several seeds with the same per-adapter budget: every proposing adapter
-(teacher or solo) makes the same number of proposals and every valid task gets the same number
-of answers from its solver (student or the solo proposer itself); four teachers + four students
-against four solo agents also spend the same total. The environments report what they actually
-spent (proposals, answers, generated tokens), and the table shows it. The comparison covers
-what the papers argue about: task complexity over time, the student solve rate and its
-oscillation (standard deviation of step-to-step changes), valid-task share and coverage of
-task space (distinct task signatures). Writes ``benchmarks/results/arms_race.json``, a markdown
-table ``arms_race.md`` and a plot ``arms_race.png``.
+Four conditions over the same seeds — ``population`` (``tiny``), ``selfplay`` (``tiny-selfplay``,
+compute-matched), ``lr0`` (``tiny`` with ``learner.lr=0``) and ``no_replacement`` (``tiny`` with
+``evolution.replace_every=0``) — each run as an ordinary run directory with ``redqueen run``,
+then evaluated on the held-out ``code_output`` suite. Endpoints, hypotheses and the analysis
+(95% percentile bootstrap CIs over seeds with ``scipy.stats.bootstrap``; two-sample bootstrap
+for differences) are the ones fixed in ``ARMS_RACE.md``; nothing here may change them.
 
 Usage::
 
-    python benchmarks/arms_race.py --steps 6 --seeds 0 1 2 [--set environment.tasks_per_teacher=2]
+    python benchmarks/arms_race.py --steps 24 --seeds 0 1 2 --parallel 2 --workdir runs/arms
+    python benchmarks/arms_race.py --analyse-only --workdir runs/arms --steps 24 --seeds 0 1 2
 
-``--set`` overrides apply to both presets, so budgets stay matched.
+Writes ``benchmarks/results/arms_race.json`` (top-level ``seeds``; per-seed values, per-endpoint
+estimates and CIs, per-condition compute) and ``arms_race.png``.
 """
 
 from __future__ import annotations
@@ -23,214 +22,335 @@ import argparse
 import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import time
-import warnings
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-from redqueen.experiments.build import build_environment  # noqa: E402
-from redqueen.experiments.config import load_config  # noqa: E402
-
-PRESETS = ("tiny", "tiny-selfplay")
 RESULTS = Path(__file__).parent / "results"
 
+#: condition -> (preset, overrides); ARMS_RACE.md "Conditions".
+CONDITIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "population": ("tiny", ()),
+    "selfplay": ("tiny-selfplay", ()),
+    "lr0": ("tiny", ("learner.lr=0",)),
+    "no_replacement": ("tiny", ("evolution.replace_every=0",)),
+}
 
-def run_one(preset: str, seed: int, steps: int, overrides: list[str]) -> dict[str, Any]:
-    """Run one preset for ``steps`` steps; returns its metric rows and a few run facts."""
-    cfg = load_config(preset, [*overrides, f"seed={seed}", f"steps={steps}"])
-    env = build_environment(cfg)
-    rows, tasks = [], []
+#: hypothesis -> (endpoint, condition, comparison condition or None, predicted sign).
+HYPOTHESES: dict[str, list[tuple[str, str, str | None, int]]] = {
+    "H1": [("L1", "population", "lr0", +1)],
+    "H2": [("E1", "population", None, +1), ("E1", "population", "selfplay", +1)],
+    "H3": [("E2", "population", None, -1), ("E2", "population", "selfplay", -1)],
+    "H4": [
+        ("E3_variance", "population", "selfplay", +1),
+        ("E3_saturation", "population", "selfplay", -1),
+    ],
+    "H5": [("E4", "population", "selfplay", +1)],
+    "H6": [
+        ("E1", "population", "no_replacement", +1),
+        ("E4", "population", "no_replacement", +1),
+        ("L1", "population", "no_replacement", +1),
+        ("E2", "population", "no_replacement", -1),
+    ],
+}
+
+RESAMPLES = 10_000
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def _run(condition: str, seed: int, steps: int, out: Path) -> float:
+    """One condition and seed as a normal run directory; returns its wall-clock seconds."""
+    preset, overrides = CONDITIONS[condition]
+    argv = [
+        sys.executable,
+        "-c",
+        "from redqueen.experiments.cli import main; main()",
+        "run",
+        preset,
+        "--out",
+        str(out),
+        "--no-plots",
+    ]
+    for item in (*overrides, f"seed={seed}", f"steps={steps}", "logging.tensorboard=false"):
+        argv += ["--set", item]
+    if out.exists():
+        shutil.rmtree(out)
     start = time.perf_counter()
-    try:
-        for _ in range(steps):
-            record = env.step()
-            rows.append(record.metrics)
-            tasks.extend(record.tasks)
-    finally:
-        env.close()
-    roles = [ind.role for ind in env.population.living]
-    return {
-        "preset": preset,
-        "seed": seed,
-        "steps": steps,
-        "proposers": sum(r in ("teacher", "solo") for r in roles),
-        "solvers": sum(r in ("student", "solo") for r in roles),
-        "seconds": time.perf_counter() - start,
-        "metrics": rows,
-        "task_rows": len(tasks),
-    }
+    subprocess.run(argv, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return time.perf_counter() - start
 
 
-def _series(run: dict[str, Any], key: str) -> np.ndarray:
-    return np.array([row.get(key, np.nan) for row in run["metrics"]], dtype=float)
+def _slope(values: Sequence[float]) -> float:
+    """OLS slope of values over their index, skipping missing steps."""
+    y = np.asarray(values, dtype=float)
+    x = np.arange(len(y), dtype=float)
+    keep = np.isfinite(y)
+    if keep.sum() < 3:
+        return float("nan")
+    return float(np.polyfit(x[keep], y[keep], 1)[0])
 
 
-def _solve_series(run: dict[str, Any]) -> np.ndarray:
-    """Solve rate per step; NaN for steps without a single answer (no valid task to solve)."""
-    solve = _series(run, "solve_rate")
-    solve[_series(run, "answers") == 0] = np.nan
-    return solve
-
-
-def summarise(run: dict[str, Any]) -> dict[str, float]:
-    """Per-run summary: means, trends, oscillation, coverage and compute spent."""
-    solve = _solve_series(run)
-    changes = np.diff(solve)
-    changes = changes[np.isfinite(changes)]
-    complexity = np.nanmean(
-        np.vstack([_series(run, f"complexity/{t}") for t in ("code_o", "code_i", "code_f")]), axis=0
-    )
-    third = max(1, len(solve) // 3)
-    steps = max(1, run["steps"])
-    return {
-        "solve_rate_mean": float(np.nanmean(solve)) if np.isfinite(solve).any() else float("nan"),
-        "solve_rate_oscillation": float(np.std(changes)) if len(changes) else float("nan"),
-        "complexity_mean": float(np.nanmean(complexity))
-        if np.isfinite(complexity).any()
-        else float("nan"),
-        "complexity_trend": float(np.nanmean(complexity[-third:]) - np.nanmean(complexity[:third]))
-        if np.isfinite(complexity[:third]).any() and np.isfinite(complexity[-third:]).any()
-        else float("nan"),
-        "valid_share_mean": float(np.nanmean(_series(run, "valid_share"))),
-        "coverage_final": float(_series(run, "coverage")[-1]),
-        "proposals_per_proposer_step": float(
-            np.nansum(_series(run, "proposals")) / steps / run["proposers"]
-        ),
-        "answers_per_solver_step": float(
-            np.nansum(_series(run, "answers")) / steps / run["solvers"]
-        ),
-        "tokens_per_step": float(np.nansum(_series(run, "generated_tokens")) / steps),
-        "seconds_per_step": run["seconds"] / steps,
-    }
-
-
-def aggregate(summaries: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Mean and standard deviation over seeds of every summary field."""
-    out = {}
-    for key in summaries[0]:
-        values = np.array([s[key] for s in summaries], dtype=float)
-        out[key] = {"mean": float(np.nanmean(values)), "std": float(np.nanstd(values))}
+def _per_step(tasks: list[dict[str, Any]], key: str, steps: int) -> list[float]:
+    """Mean of a valid-task column per step (NaN for a step without a valid task)."""
+    out = []
+    for step in range(1, steps + 1):
+        values = [
+            t[key]
+            for t in tasks
+            if t.get("step") == step and t.get("valid") and t.get(key) is not None
+        ]
+        out.append(float(np.mean(values)) if values else float("nan"))
     return out
 
 
-def markdown(result: dict[str, Any]) -> str:
-    """The comparison as a markdown table (mean +- std over seeds)."""
-    fields = [
-        ("complexity_mean", "task complexity"),
-        ("complexity_trend", "complexity trend (last - first third)"),
-        ("solve_rate_mean", "student solve rate"),
-        ("solve_rate_oscillation", "solve-rate oscillation (std of changes)"),
-        ("valid_share_mean", "valid-task share"),
-        ("coverage_final", "coverage (distinct tasks)"),
-        ("proposals_per_proposer_step", "proposals / proposing adapter / step"),
-        ("answers_per_solver_step", "answers / solving adapter / step"),
-        ("tokens_per_step", "generated tokens / step (all adapters)"),
-        ("seconds_per_step", "seconds / step"),
-    ]
-    presets = list(result["aggregate"])
-    lines = ["| metric | " + " | ".join(presets) + " |", "| --- |" + " --- |" * len(presets)]
-    for key, label in fields:
-        cells = [
-            f"{result['aggregate'][p][key]['mean']:.3f} ± {result['aggregate'][p][key]['std']:.3f}"
-            for p in presets
-        ]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    setup = result["setup"]
-    lines.append("")
-    lines.append(
-        f"{setup['steps']} steps, seeds {setup['seeds']}, overrides {setup['overrides'] or 'none'}; "
-        f"{setup['machine']}."
+def endpoints(run_dir: Path, steps: int, eval_report: Any) -> dict[str, float]:
+    """Every endpoint of ARMS_RACE.md for one run directory."""
+    metrics = _read_jsonl(run_dir / "metrics.jsonl")
+    tasks = _read_jsonl(run_dir / "tasks.jsonl")
+    solve = np.array(
+        [row.get("solve_rate", np.nan) if row.get("answers", 1) else np.nan for row in metrics],
+        dtype=float,
     )
-    return "\n".join(lines) + "\n"
+    x = np.arange(len(solve), dtype=float)
+    keep = np.isfinite(solve)
+    if keep.sum() >= 3:
+        fit = np.polyval(np.polyfit(x[keep], solve[keep], 1), x[keep])
+        variance = float(np.var(solve[keep] - fit))
+    else:
+        variance = float("nan")
+    saturation = (
+        float(np.mean((solve[keep] <= 0.1) | (solve[keep] >= 0.9))) if keep.any() else float("nan")
+    )
+    last_third = metrics[-max(1, len(metrics) // 3) :]
+    solvers = [s.pass_at_1 for s in eval_report.population if s.role in ("student", "solo")]
+    return {
+        "L1": float(np.mean(solvers)) - eval_report.base.pass_at_1 if solvers else float("nan"),
+        "L2": float(metrics[-1].get("kl_from_base", np.nan)),
+        "E1": _slope(_per_step(tasks, "ast_nodes", steps)),
+        "E2": _slope(_per_step(tasks, "base_solve_rate", steps)),
+        "E3_variance": variance,
+        "E3_saturation": saturation,
+        "E4": float(metrics[-1].get("coverage_cells", np.nan)) / max(1, len(metrics)),
+        "E5": float(np.nanmean([row.get("valid_share", np.nan) for row in last_third])),
+        "missing_steps": int((~keep).sum()),
+        "tokens_generated_per_step": float(
+            np.nanmean([row.get("tokens_generated", np.nan) for row in metrics])
+        ),
+        "tokens_trained_per_step": float(
+            np.nanmean([row.get("tokens_trained", np.nan) for row in metrics])
+        ),
+    }
 
 
-def plot(result: dict[str, Any], path: Path) -> None:
-    """Solve rate, complexity and coverage over steps, mean over seeds, one line per preset."""
+def _ci(values: Sequence[float], seed: int) -> dict[str, float]:
+    """Mean over seeds with a 95% percentile bootstrap CI."""
+    data = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    if len(data) < 2 or np.ptp(data) == 0:
+        mean = float(data.mean()) if len(data) else float("nan")
+        return {"estimate": mean, "low": mean, "high": mean, "n": len(data)}
+    res = stats.bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=RESAMPLES,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(seed),
+    )
+    return {
+        "estimate": float(data.mean()),
+        "low": float(res.confidence_interval.low),
+        "high": float(res.confidence_interval.high),
+        "n": len(data),
+    }
+
+
+def _difference_ci(a: Sequence[float], b: Sequence[float], seed: int) -> dict[str, float]:
+    """Difference of means (a - b), seeds resampled independently within each condition."""
+    x = np.asarray([v for v in a if np.isfinite(v)], dtype=float)
+    y = np.asarray([v for v in b if np.isfinite(v)], dtype=float)
+    if len(x) < 2 or len(y) < 2:
+        return {
+            "estimate": float("nan"),
+            "low": float("nan"),
+            "high": float("nan"),
+            "p_mannwhitney": float("nan"),
+        }
+    rng = np.random.default_rng(seed)
+    draws = rng.choice(x, (RESAMPLES, len(x))).mean(axis=1) - rng.choice(
+        y, (RESAMPLES, len(y))
+    ).mean(axis=1)
+    low, high = np.percentile(draws, [2.5, 97.5])
+    p = stats.mannwhitneyu(x, y, alternative="two-sided").pvalue
+    return {
+        "estimate": float(x.mean() - y.mean()),
+        "low": float(low),
+        "high": float(high),
+        "p_mannwhitney": float(p),
+    }
+
+
+def analyse(per_seed: dict[str, dict[int, dict[str, float]]], seed: int = 0) -> dict[str, Any]:
+    """Per-condition CIs, per-hypothesis verdicts, following ARMS_RACE.md's decision rules."""
+    names = sorted({k for runs in per_seed.values() for row in runs.values() for k in row})
+
+    def column(cond: str, key: str) -> list[float]:
+        return [row.get(key, float("nan")) for row in per_seed[cond].values()]
+
+    estimates = {cond: {key: _ci(column(cond, key), seed) for key in names} for cond in per_seed}
+    verdicts: dict[str, Any] = {}
+    for name, checks in HYPOTHESES.items():
+        parts = []
+        for endpoint, cond, other, sign in checks:
+            if cond not in per_seed or (other and other not in per_seed):
+                continue
+            ci = (
+                _difference_ci(column(cond, endpoint), column(other, endpoint), seed)
+                if other
+                else estimates[cond][endpoint]
+            )
+            supported = (ci["low"] > 0) if sign > 0 else (ci["high"] < 0)
+            parts.append(
+                {
+                    "endpoint": endpoint,
+                    "condition": cond,
+                    "versus": other,
+                    "predicted_sign": sign,
+                    **ci,
+                    "supported": bool(supported),
+                }
+            )
+        verdicts[name] = {
+            "checks": parts,
+            "supported": bool(parts) and all(p["supported"] for p in parts),
+        }
+    learned = verdicts.get("H1", {}).get("supported", False)
+    population = estimates.get("population", {})
+    valid = population.get("E5", {}).get("estimate", float("nan"))
+    if not learned:
+        summary = "inner loop did not measurably learn (H1 not supported): arms-race endpoints not interpreted"
+    elif verdicts["H2"]["supported"] and verdicts["H3"]["supported"] and valid >= 0.5:
+        summary = "arms race seen (H2 and H3 supported, valid share >= 0.5)"
+    else:
+        summary = "inconclusive at this power (see the CIs)"
+    return {"estimates": estimates, "hypotheses": verdicts, "summary": summary}
+
+
+def plot(per_run_series: dict[str, list[dict[str, list[float]]]], path: Path) -> None:
+    """Mean over seeds per condition: complexity, base solve rate, student solve rate, coverage."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     keys = [
+        ("ast_nodes", "valid-task AST nodes"),
+        ("base_solve_rate", "base-model solve rate of tasks"),
         ("solve_rate", "student solve rate"),
-        ("complexity", "task complexity"),
-        ("coverage", "coverage"),
+        ("coverage_cells", "coverage cells"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for preset, runs in result["runs"].items():
+    fig, axes = plt.subplots(1, len(keys), figsize=(16, 3.6))
+    for cond, runs in per_run_series.items():
         for ax, (key, label) in zip(axes, keys, strict=True):
-            if key == "complexity":
-                series = [
-                    np.nanmean(
-                        np.vstack(
-                            [_series(r, f"complexity/{t}") for t in ("code_o", "code_i", "code_f")]
-                        ),
-                        axis=0,
-                    )
-                    for r in runs
-                ]
-            elif key == "solve_rate":
-                series = [_solve_series(r) for r in runs]
-            else:
-                series = [_series(r, key) for r in runs]
-            data = np.vstack(series)
+            data = np.vstack([r[key] for r in runs])
             mean = np.nanmean(data, axis=0)
-            std = np.nanstd(data, axis=0)
-            x = np.arange(len(mean))
-            ax.plot(x, mean, label=preset)
-            ax.fill_between(x, mean - std, mean + std, alpha=0.2)
+            spread = np.nanstd(data, axis=0)
+            x = np.arange(1, len(mean) + 1)
+            ax.plot(x, mean, label=cond)
+            ax.fill_between(x, mean - spread, mean + spread, alpha=0.15)
             ax.set_title(label)
             ax.set_xlabel("step")
-    axes[0].legend()
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+def _series(run_dir: Path, steps: int) -> dict[str, list[float]]:
+    metrics = _read_jsonl(run_dir / "metrics.jsonl")
+    tasks = _read_jsonl(run_dir / "tasks.jsonl")
+    return {
+        "ast_nodes": _per_step(tasks, "ast_nodes", steps),
+        "base_solve_rate": _per_step(tasks, "base_solve_rate", steps),
+        "solve_rate": [float(row.get("solve_rate", np.nan)) for row in metrics],
+        "coverage_cells": [float(row.get("coverage_cells", np.nan)) for row in metrics],
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Run the comparison and write JSON, markdown and a plot."""
+    """Run (or re-analyse) the experiment and write its JSON and figure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], help="key=value for both presets"
+        "--conditions", nargs="+", default=list(CONDITIONS), choices=list(CONDITIONS)
     )
+    parser.add_argument("--parallel", type=int, default=1, help="runs at a time")
+    parser.add_argument("--workdir", type=Path, default=Path("runs/arms-race"))
+    parser.add_argument(
+        "--analyse-only", action="store_true", help="reuse the run directories in --workdir"
+    )
+    parser.add_argument("--limit", type=int, default=96, help="held-out code_output problems")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    # Runs without a valid task of some type have empty series; their means are NaN on purpose.
-    warnings.filterwarnings("ignore", message="Mean of empty slice")
-    warnings.filterwarnings("ignore", message="Degrees of freedom")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    runs: dict[str, list[dict[str, Any]]] = {p: [] for p in PRESETS}
-    for seed in args.seeds:
-        for preset in PRESETS:
-            run = run_one(preset, seed, args.steps, args.overrides)
-            runs[preset].append(run)
-            print(f"{preset} seed {seed}: {run['seconds']:.1f} s", file=sys.stderr, flush=True)
+    jobs = [(c, s, args.workdir / f"{c}-seed{s}") for c in args.conditions for s in args.seeds]
+    seconds: dict[str, float] = {}
+    if not args.analyse_only:
+        with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+            for (cond, seed, out), took in zip(
+                jobs, pool.map(lambda j: _run(j[0], j[1], args.steps, j[2]), jobs), strict=True
+            ):
+                seconds[out.name] = took
+                print(f"{cond} seed {seed}: {took:.0f} s", file=sys.stderr, flush=True)
+
+    from redqueen.experiments.evaluation import evaluate_run
+
+    per_seed: dict[str, dict[int, dict[str, float]]] = {c: {} for c in args.conditions}
+    series: dict[str, list[dict[str, list[float]]]] = {c: [] for c in args.conditions}
+    for cond, seed, out in jobs:
+        report = evaluate_run(out, "code_output", limit=args.limit)
+        row = endpoints(out, args.steps, report)
+        if out.name in seconds:
+            row["seconds_per_step"] = seconds[out.name] / args.steps
+        per_seed[cond][seed] = row
+        series[cond].append(_series(out, args.steps))
     result = {
+        "seeds": args.seeds,
+        "plan": "benchmarks/ARMS_RACE.md",
         "setup": {
             "steps": args.steps,
-            "seeds": args.seeds,
-            "overrides": args.overrides,
-            "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores, Python {platform.python_version()}",
+            "conditions": {c: CONDITIONS[c] for c in args.conditions},
+            "held_out_problems": args.limit,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         },
-        "per_run": {p: [summarise(r) for r in rs] for p, rs in runs.items()},
-        "aggregate": {p: aggregate([summarise(r) for r in rs]) for p, rs in runs.items()},
-        "runs": runs,
+        "per_seed": {c: {str(s): v for s, v in rows.items()} for c, rows in per_seed.items()},
+        **analyse(per_seed),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "arms_race.json").write_text(json.dumps(result, indent=1, default=float))
-    table = markdown(result)
-    (args.out / "arms_race.md").write_text(table)
-    plot(result, args.out / "arms_race.png")
-    print(json.dumps({"setup": result["setup"], "aggregate": result["aggregate"]}, indent=1))
-    print(table)
+    (args.out / "arms_race.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
+    plot(series, args.out / "arms_race.png")
+    print(
+        json.dumps(
+            {
+                "summary": result["summary"],
+                "hypotheses": {k: v["supported"] for k, v in result["hypotheses"].items()},
+            },
+            indent=1,
+        )
+    )
     return result
 
 
