@@ -6,7 +6,8 @@ killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr 
 private working directory, sets resource limits (address space, CPU, file size, processes,
 core), drops root to ``nobody``, and installs Landlock and seccomp. Its prints go to a capped
 in-memory buffer; its result (the ``repr`` of the expression, or the error) goes to the result
-pipe as JSON; then it exits without running any clean-up code.
+pipe as one frame (``_verdict.py``), which the fork server judges; then it exits without running
+any clean-up code.
 
 Standard library only; imported by the fork server as a sibling module.
 """
@@ -14,12 +15,16 @@ Standard library only; imported by the fork server as a sibling module.
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import resource
 import signal
 import sys
 from typing import TYPE_CHECKING
+
+if __package__:
+    from ._verdict import encode_frame
+else:  # imported by the fork-server script as a sibling module
+    from _verdict import encode_frame
 
 if TYPE_CHECKING:
     from _zygote import Zygote
@@ -68,14 +73,23 @@ def refuse_socket(*args: object, **kwargs: object) -> None:
     raise PermissionError("network access is disabled in the sandbox")
 
 
-def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> None:
-    """Confine this freshly forked process, run the request, write the result, exit."""
-    result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
+def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, token: bytes) -> None:
+    """Confine this freshly forked process, run the request, write its one frame, exit.
+
+    What this process sends is only a claim (the program owns the process); the fork server
+    judges it (``_verdict.py``). The functions the runner needs after the program ran are bound
+    to locals first, and the request is emptied, so that patching modules or scanning ``gc``
+    for the request changes nothing the server would accept.
+    """
+    write, exit_now, encode = os.write, os._exit, encode_frame
+    source, expr = request.pop("source"), request.pop("expr")
+    request.clear()
+    kind, text = b"E", "sandbox setup failed"
     try:
         os.setsid()
         server.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != server.server_pid:
-            os._exit(1)
+            exit_now(1)
         os.dup2(wfd, RESULT_FD)
         for fd in (0, 1, 2):
             os.dup2(server.devnull, fd)
@@ -85,8 +99,8 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
             ruleset = RESULT_FD + 1
         os.closerange(RESULT_FD + 2 if ruleset >= 0 else RESULT_FD + 1, 1 << 16)
         os.chdir(server.workdir)
-        for kind, limits in server.limits:
-            resource.setrlimit(kind, limits)
+        for resource_kind, limits in server.limits:
+            resource.setrlimit(resource_kind, limits)
         if server.drop_root:
             os.setgroups([])
             os.setresgid(_NOBODY, _NOBODY, _NOBODY)
@@ -97,55 +111,40 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
         if server.seccomp is not None:
             server.seccomp.install()
         sys.stdout = sys.stderr = writer
-        result = execute_program(request["source"], request["expr"], writer, server.max_value_chars)
+        kind, text = execute_program(source, expr, writer, server.max_value_chars)
     except BaseException as exc:  # setup failure or program escaping the handler
-        result = {"ok": False, "value": None, "error": describe(exc), "stdout": writer.getvalue()}
+        kind, text = b"E", describe(exc)
     try:
-        try:
-            data = json.dumps(result, ensure_ascii=False).encode()
-        except UnicodeEncodeError:  # lone surrogates: escape them
-            data = json.dumps(result).encode()
+        data = encode(kind, token, text, writer.getvalue())
         if len(data) > server.pipe_capacity:  # the server reads only after the exit
-            data = json.dumps(
-                {
-                    "ok": False,
-                    "value": None,
-                    "stdout": "",
-                    "error": "result too large for the result pipe",
-                }
-            ).encode()
+            data = encode(b"E", token, "result too large for the result pipe", "")
         while data:
-            data = data[os.write(RESULT_FD, data) :]
+            data = data[write(RESULT_FD, data) :]
     finally:
-        os._exit(0)
+        exit_now(0)
 
 
-def execute_program(source: str, expr: str, writer: CappedWriter, max_value_chars: int) -> dict:
-    """Run ``source``, evaluate ``expr`` and return the result record (never raises)."""
+def execute_program(
+    source: str, expr: str, writer: CappedWriter, max_value_chars: int
+) -> tuple[bytes, str]:
+    """Run ``source``, evaluate ``expr``; ``(b"V", repr)`` or ``(b"E", error)`` (never raises)."""
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        exec(compile(source, "<program>", "exec"), namespace)
-        value = eval(compile(expr, "<expr>", "eval"), namespace)
+        program = compile(source, "<program>", "exec")
+        expression = compile(expr, "<expr>", "eval")
+        del source, expr
+        exec(program, namespace)
+        value = eval(expression, namespace)
         text = repr(value)
-        if not isinstance(text, str):
+        if type(text) is not str:
             raise TypeError("__repr__ returned a non-string")
     except BaseException as exc:
-        return {"ok": False, "value": None, "error": describe(exc), "stdout": writer.getvalue()}
+        return b"E", describe(exc)
     if writer.overflowed:
-        return {
-            "ok": False,
-            "value": None,
-            "stdout": writer.getvalue(),
-            "error": f"program printed more than {writer.limit} characters",
-        }
+        return b"E", f"program printed more than {writer.limit} characters"
     if len(text) > max_value_chars:
-        return {
-            "ok": False,
-            "value": None,
-            "stdout": writer.getvalue(),
-            "error": f"value repr longer than {max_value_chars} characters",
-        }
-    return {"ok": True, "value": text, "error": None, "stdout": writer.getvalue()}
+        return b"E", f"value repr longer than {max_value_chars} characters"
+    return b"V", text
 
 
 def describe(exc: BaseException) -> str:

@@ -24,6 +24,9 @@ _STARTUP_TIMEOUT = 60.0
 #: Extra seconds the executor waits for a fork server beyond the program's own timeout.
 _SERVER_GRACE = 5.0
 _MAX_JITTER = 16
+#: Longest reply frame accepted from a fork server (a value and stdout at their caps fit easily).
+_MAX_REPLY_BYTES = 64 * 2**20
+_MAX_ERROR_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -77,11 +80,14 @@ class _Server:
         self.rfd = self.proc.stdout.fileno()
         self.wfd = self.proc.stdin.fileno()
         hello = self.recv(time.monotonic() + _STARTUP_TIMEOUT)
-        if not hello or not hello.get("ready"):
+        if not isinstance(hello, dict) or hello.get("ready") is not True:
             self.kill()
             raise RuntimeError(f"redqueen.verifiers: fork server {_ZYGOTE} failed to start")
-        self.features: dict[str, bool] = hello["features"]
-        self.pid: int = hello["pid"]
+        features = hello.get("features")
+        self.features: dict[str, bool] = {
+            str(k): v is True for k, v in (features.items() if isinstance(features, dict) else ())
+        }
+        self.pid: int = hello.get("pid") if type(hello.get("pid")) is int else self.proc.pid
 
     def send(self, message: dict) -> None:
         data = json.dumps(message).encode()
@@ -89,13 +95,22 @@ class _Server:
         while data:
             data = data[os.write(self.wfd, data) :]
 
-    def recv(self, deadline: float) -> dict | None:
-        """Read one framed message; None on EOF or when the deadline passes."""
+    def recv(self, deadline: float) -> object:
+        """Read one framed message; None on EOF, when the deadline passes or on an oversized
+        frame; :data:`_UNREADABLE` when the frame is not JSON. The message is not checked."""
         header = self._read(4, deadline)
         if header is None:
             return None
-        body = self._read(struct.unpack(">I", header)[0], deadline)
-        return None if body is None else json.loads(body)
+        size = struct.unpack(">I", header)[0]
+        if size > _MAX_REPLY_BYTES:
+            return None
+        body = self._read(size, deadline)
+        if body is None:
+            return None
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            return _UNREADABLE
 
     def _read(self, n: int, deadline: float) -> bytes | None:
         chunks = []
@@ -311,13 +326,7 @@ class Executor:
                     results[i] = ExecResult(False, None, "sandbox worker crashed", False)
                     self._restart(k)
                 else:
-                    results[i] = ExecResult(
-                        ok=bool(reply["ok"]),
-                        value=reply.get("value"),
-                        error=reply.get("error"),
-                        timed_out=bool(reply.get("timed_out", False)),
-                        stdout=reply.get("stdout", ""),
-                    )
+                    results[i] = _checked_reply(reply, self._config)
             for k, (i, deadline) in list(busy.items()):
                 if deadline <= now and self._servers[k].rfd not in ready:
                     del busy[k]
@@ -358,6 +367,49 @@ class Executor:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"Executor(workers={self.workers}, timeout={self.timeout}, memory_mb={self.memory_mb}, {state})"
+
+
+_UNREADABLE = object()
+_REPLY_KEYS = frozenset({"ok", "value", "error", "stdout", "timed_out"})
+
+
+def _checked_reply(reply: object, config: dict) -> ExecResult:
+    """The :class:`ExecResult` for a fork server's reply, trusting nothing in it.
+
+    Every field is type- and size-checked; a reply that fails a check becomes a failed run whose
+    error says why (never an exception here, so one hostile program cannot stop a caller).
+    """
+    problem = _reply_problem(reply, config)
+    if problem is not None or not isinstance(reply, dict):
+        return ExecResult(False, None, f"malformed reply from the sandbox: {problem}", False)
+    return ExecResult(
+        ok=reply["ok"],
+        value=reply["value"],
+        error=reply["error"],
+        timed_out=reply["timed_out"],
+        stdout=reply["stdout"],
+    )
+
+
+def _reply_problem(reply: object, config: dict) -> str | None:
+    """What is wrong with a reply, or None when it has exactly the expected shape."""
+    if reply is _UNREADABLE:
+        return "not JSON"
+    if not isinstance(reply, dict) or set(reply) != _REPLY_KEYS:
+        return "not a record with the fields ok, value, error, stdout, timed_out"
+    ok, value, error = reply["ok"], reply["value"], reply["error"]
+    if type(ok) is not bool or type(reply["timed_out"]) is not bool:
+        return "ok and timed_out must be booleans"
+    if type(reply["stdout"]) is not str or len(reply["stdout"]) > config["max_stdout_chars"]:
+        return "stdout must be a string within the stdout cap"
+    if ok:
+        if type(value) is not str or len(value) > config["max_value_chars"] or error is not None:
+            return "a successful run needs a string value within the value cap and no error"
+        if reply["timed_out"]:
+            return "a successful run cannot have timed out"
+    elif value is not None or type(error) is not str or len(error) > _MAX_ERROR_CHARS:
+        return "a failed run needs no value and a short string error"
+    return None
 
 
 def _check_pair(index: int, pair: object) -> tuple[str, str]:

@@ -6,10 +6,13 @@ undone by a hostile program through ``object.__subclasses__()`` walks; the kerne
 installed here cannot, because a process can only add filters, never remove them.
 
 Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``EPERM``:
-process creation and ``exec``, sockets, signals to other processes, ``ptrace``, privilege and
-limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
+process creation and ``exec``, sockets, SysV and POSIX IPC, signals to other processes,
+``ptrace``, privilege and limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
 (file creation, removal and writing are left to Landlock where it confines them to the sandbox
-directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13) limits filesystem writes to the private working directory.
+directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13)
+limits filesystem writes to the private working directory and reads to that directory and the
+interpreter's own files; where the kernel lacks Landlock, writes are refused by seccomp and
+reads fall back to file modes (the server reports ``read_confinement: False``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,25 @@ _DENY_X86_64 = {
     "listen": 50,
     "accept": 43,
     "accept4": 288,
+    # SysV and POSIX IPC: objects outlive the process, pin host memory, and link runs
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "shmdt": 67,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "semtimedop": 220,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
     # signals and other processes
     "kill": 62,
     "tkill": 200,
@@ -280,7 +302,7 @@ _SCOPE_SIGNAL = 1 << 1
 
 
 class Landlock:
-    """Confines filesystem writes (and, on ABI >= 6, signals) of the calling process.
+    """Confines filesystem reads and writes (and, on ABI >= 6, signals) of the calling process.
 
     Args:
         abi: The kernel's Landlock ABI version (see :func:`landlock_abi`).
@@ -289,7 +311,7 @@ class Landlock:
     def __init__(self, abi: int) -> None:
         self.abi = abi
         self._libc = ctypes.CDLL(None, use_errno=True)
-        handled = _FS_EXECUTE | _FS_WRITE_FILE | _FS_MUTATIONS
+        handled = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_READ_DIR | _FS_MUTATIONS
         if abi >= 2:
             handled |= _FS_REFER
         if abi >= 3:
@@ -303,10 +325,15 @@ class Landlock:
         else:
             self._attr = struct.pack("Q", handled)
 
-    def prepare(self, writable_dir: str) -> int:
-        """Build a ruleset allowing writes only beneath ``writable_dir``; returns its fd.
+    def prepare(self, writable_dir: str, readable: tuple[str, ...] = ()) -> int:
+        """Build a ruleset: reads and writes beneath ``writable_dir``, reads beneath ``readable``.
 
+        Every other path can be neither read nor listed nor written, whatever its file mode.
         Building it once in the fork server leaves each child a single ``restrict`` call.
+
+        Args:
+            writable_dir: The sandbox's working directory.
+            readable: Directories that may be read (e.g. the interpreter's prefix).
 
         Raises:
             OSError: If a Landlock call fails.
@@ -316,15 +343,29 @@ class Landlock:
         fd = syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, ctypes.c_size_t(len(self._attr)), 0)
         if fd < 0:
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-        dir_fd = os.open(writable_dir, os.O_PATH | os.O_CLOEXEC)
+        rules = [(writable_dir, self.allowed_beneath)]
+        rules += [(path, _FS_READ_FILE | _FS_READ_DIR) for path in readable]
         try:
-            rule = struct.pack("=Qi", self.allowed_beneath, dir_fd)
-            if syscall(_SYS_LANDLOCK_ADD_RULE, fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0) != 0:
-                os.close(fd)
-                raise OSError(ctypes.get_errno(), "landlock_add_rule failed")
+            for path, access in rules:
+                self._add_rule(int(fd), path, access)
+        except OSError:
+            os.close(fd)
+            raise
+        return int(fd)
+
+    def _add_rule(self, ruleset_fd: int, path: str, access: int) -> None:
+        dir_fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            rule = struct.pack("=Qi", access, dir_fd)
+            if (
+                self._libc.syscall(
+                    _SYS_LANDLOCK_ADD_RULE, ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0
+                )
+                != 0
+            ):
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
         finally:
             os.close(dir_fd)
-        return int(fd)
 
     def restrict_warm_up(self) -> None:
         """Make harmless calls (a restrict on an invalid fd) so later calls start warm."""
