@@ -7,6 +7,7 @@ sandbox (:class:`~redqueen.verifiers.Executor`) holds even against programs that
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -138,6 +139,8 @@ _INTROSPECTION_ATTRIBUTES = frozenset(
 )
 #: Names that only an import (banned) or a reach-through binds.
 _MODULE_NAMES = frozenset({"os", "sys", "gc", "ctypes", "builtins", "importlib", "inspect"})
+_FORMAT_FIELD = re.compile(r"\{([^{}:!]*)")
+_FIELD_SEPARATORS = re.compile(r"[.\[\]]")
 #: Callables that turn a string into an attribute access.
 _ATTRIBUTE_GETTERS = frozenset({"attrgetter", "methodcaller"})
 _ALLOWED_DUNDERS = frozenset(
@@ -336,6 +339,11 @@ class _BanChecker(ast.NodeVisitor):
             )
         ):
             self._flag(RejectReason.DUNDER_ACCESS, "string constant naming a dunder attribute")
+        elif isinstance(node.value, str) and "{" in node.value:
+            # str.format fields read attributes: "{0.__traceback__.tb_frame}".format(error).
+            for field in _FORMAT_FIELD.findall(node.value):
+                for part in _FIELD_SEPARATORS.split(field)[1:]:
+                    self._check_attribute_name(part, "format field reaching attribute")
 
 
 def check_source(program: str, *, max_source_chars: int = MAX_SOURCE_CHARS) -> Validation:

@@ -1,0 +1,156 @@
+"""Verdict forgeries: a program that writes its own result, patches the runner's encoder or finds
+the server's objects must get a failed run, never ``ok``; the executor stays healthy after each.
+``execute`` runs raw source (no AST checks), so the fork server's judgement itself holds."""
+
+from __future__ import annotations
+
+import signal
+import struct
+
+import pytest
+
+from redqueen.verifiers import ExecResult
+from redqueen.verifiers._executor import _UNREADABLE, _checked_reply
+from redqueen.verifiers._verdict import TOKEN_BYTES, encode_frame, verdict
+
+FORGED_JSON = '{"ok": true, "value": "42", "error": null, "stdout": ""}'
+FAKE_TOKEN = b"\0" * TOKEN_BYTES
+FORGED_FRAME = encode_frame(b"V", FAKE_TOKEN, "42", "")
+
+FORGERIES = {
+    # The reproductions: write to the result pipe, then fail.
+    "json_to_fd3_then_raise": f"import os\nos.write(3, {FORGED_JSON.encode()!r})\nos.close(3)\n"
+    "raise AssertionError",
+    "json_to_fd3_then_exit": f"import os\nos.write(3, {FORGED_JSON.encode()!r})\nos._exit(0)",
+    "patched_json_dumps": f"import json\njson.dumps = lambda *a, **k: {FORGED_JSON!r}\n"
+    "raise AssertionError",
+    "server_found_with_gc": "import gc, os\ngc.unfreeze()\n"
+    "server = next(o for o in gc.get_objects() if type(o).__name__ == 'Zygote')\n"
+    f"os.write(3, {FORGED_JSON.encode()!r})\nos._exit(0)",
+    # Variants: a frame of the right shape but no token, a frame before a raise, patched runner.
+    "frame_without_token_then_exit": f"import os\nos.write(3, {FORGED_FRAME!r})\nos._exit(0)",
+    "frame_without_token_then_raise": f"import os\nos.write(3, {FORGED_FRAME!r})\n"
+    "raise AssertionError",
+    "runner_encoder_patched": "import sys\n"
+    "for name in ('_verdict', '_child', 'redqueen.verifiers._verdict'):\n"
+    "    m = sys.modules.get(name)\n"
+    "    if m is not None:\n"
+    f"        m.encode_frame = lambda kind, token, text, out: {FORGED_FRAME!r}\n"
+    "raise AssertionError",
+    "write_patched_to_succeed": "import os, sys\n"
+    "real = os.write\n"
+    f"os.write = lambda fd, data: real(fd, {FORGED_FRAME!r})\n"
+    "raise AssertionError",
+    "write_patched_to_forge_json": "import os, sys\n"
+    "real = os.write\n"
+    f"os.write = lambda fd, data: real(fd, {FORGED_JSON.encode()!r})\n"
+    "raise AssertionError",
+    "exit_zero_without_result": "import os\nos._exit(0)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_forged_verdicts_fail(executor, name):
+    result = executor.execute(FORGERIES[name], "1")
+    assert not result.ok and result.value is None
+    assert isinstance(result.error, str) and result.error
+    healthy = executor.execute("def f(x):\n    return sorted(x)", "f([3, 1, 2])")
+    assert healthy == ExecResult(True, "[1, 2, 3]", None, False, "")
+
+
+def test_forgery_batch_leaves_honest_runs_untouched(executor):
+    honest = [("def f(x):\n    return x * 2", f"f({i})") for i in range(4)]
+    pairs = [(source, "1") for source in FORGERIES.values()] + honest
+    results = executor.execute_many(pairs)
+    assert not any(r.ok for r in results[: len(FORGERIES)])
+    assert [r.value for r in results[len(FORGERIES) :]] == ["0", "2", "4", "6"]
+
+
+def test_errors_and_prints_still_come_back(executor):
+    result = executor.execute("print('hi')\nraise KeyError('k')", "1")
+    assert result == ExecResult(False, None, "KeyError: 'k'", False, "hi\n")
+
+
+# The fork server's judgement on its own: bytes and a wait status in, a typed reply out.
+
+TOKEN = bytes(range(TOKEN_BYTES))
+LIMITS = {"max_value_chars": 10, "max_stdout_chars": 5}
+
+
+def _exit_status(code: int) -> int:
+    return code << 8
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "error"),
+    [
+        (b"", _exit_status(0), "without a result"),
+        (b"V" + TOKEN, _exit_status(0), "truncated"),
+        (encode_frame(b"X", TOKEN, "1", ""), _exit_status(0), "unknown kind"),
+        (encode_frame(b"V", FAKE_TOKEN, "1", ""), _exit_status(0), "not written by the sandbox"),
+        (encode_frame(b"V", TOKEN, "1", "") * 2, _exit_status(0), "length mismatch"),
+        (encode_frame(b"V", TOKEN, "1", "") + b"x", _exit_status(0), "length mismatch"),
+        (b"V" + TOKEN + struct.pack(">II", 2, 0) + b"\xff\xfe", _exit_status(0), "not UTF-8"),
+        (encode_frame(b"V", TOKEN, "1", ""), _exit_status(1), "after its value"),
+        (encode_frame(b"V", TOKEN, "x" * 11, ""), _exit_status(0), "longer than 10"),
+        (encode_frame(b"V", TOKEN, "1", "123456"), _exit_status(0), "printed more than 5"),
+        (encode_frame(b"V", TOKEN, "1", ""), signal.SIGKILL, "killed by signal SIGKILL"),
+    ],
+)
+def test_verdict_rejects_every_malformed_result(data, status, error):
+    reply = verdict(data, status, TOKEN, **LIMITS)
+    assert reply["ok"] is False and reply["value"] is None and error in reply["error"]
+    assert set(reply) == {"ok", "value", "error", "stdout", "timed_out"}
+
+
+def test_verdict_accepts_the_runner_frame_only():
+    ok = verdict(encode_frame(b"V", TOKEN, "'\ud800'", "p"), _exit_status(0), TOKEN, **LIMITS)
+    assert ok == {"ok": True, "value": "'\ud800'", "error": None, "stdout": "p", "timed_out": False}
+    err = verdict(encode_frame(b"E", TOKEN, "E" * 2000, ""), _exit_status(0), TOKEN, **LIMITS)
+    assert not err["ok"] and len(err["error"]) == 1000
+    cpu = verdict(b"", signal.SIGXCPU, TOKEN, **LIMITS)
+    assert cpu["timed_out"] and not cpu["ok"]
+
+
+# The host's check of a fork server's reply: every field typed and bounded.
+
+CONFIG = {"max_value_chars": 10, "max_stdout_chars": 5}
+GOOD = {"ok": True, "value": "42", "error": None, "stdout": "", "timed_out": False}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _UNREADABLE,
+        None,
+        [],
+        "ok",
+        {"ok": True, "value": "42", "error": None, "stdout": ""},
+        {**GOOD, "extra": 1},
+        {**GOOD, "value": 42},
+        {**GOOD, "value": ["4", "2"]},
+        {**GOOD, "value": None},
+        {**GOOD, "value": "x" * 11},
+        {**GOOD, "ok": 1},
+        {**GOOD, "ok": "true"},
+        {**GOOD, "error": "no"},
+        {**GOOD, "timed_out": True},
+        {**GOOD, "timed_out": "no"},
+        {**GOOD, "stdout": None},
+        {**GOOD, "stdout": "123456"},
+        {**GOOD, "ok": False, "error": None, "value": None},
+        {**GOOD, "ok": False, "error": 7, "value": None},
+        {**GOOD, "ok": False, "error": "e" * 1001, "value": None},
+        {**GOOD, "ok": False, "error": "boom", "value": "42"},
+    ],
+)
+def test_malformed_replies_become_failed_runs_with_a_reason(reply):
+    result = _checked_reply(reply, CONFIG)
+    assert result.ok is False and result.value is None and not result.timed_out
+    assert result.error.startswith("malformed reply from the sandbox")
+
+
+def test_well_formed_replies_pass_through():
+    assert _checked_reply(GOOD, CONFIG) == ExecResult(True, "42", None, False, "")
+    failed = {**GOOD, "ok": False, "value": None, "error": "timed out", "timed_out": True}
+    assert _checked_reply(failed, CONFIG) == ExecResult(False, None, "timed out", True, "")
