@@ -34,6 +34,52 @@ _NOBODY = 65534
 RESULT_FD = 3
 
 
+#: Audit events that hand a program its interpreter's frames, the objects ``gc`` tracks, raw
+#: memory (ctypes), or a way to rewrite functions: how it would read the run token or the
+#: runner's locals. ``object.__getattr__`` covers ``tb_frame``, ``gi_frame``, ``__code__`` ...
+SEALED_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._getframemodulename",
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "object.__getattr__",
+    }
+)
+_SEALED_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+
+
+def seal_interpreter() -> None:
+    """Refuse (with ``ValueError``) the audit events in :data:`SEALED_EVENTS` from now on.
+
+    An audit hook cannot be removed, and this one is reachable from no module or container:
+    what it needs is bound as defaults (which only an audited, refused assignment could
+    change). ``ValueError`` is what the standard library's own ``sys._getframe`` callers
+    (``namedtuple``, ``TypeVar``, ``Enum``) already tolerate, so they keep working.
+    """
+
+    def refuse(
+        event: str,
+        args: tuple,
+        sealed: frozenset = SEALED_EVENTS,
+        rewritten: frozenset = _SEALED_FUNCTION_ATTRIBUTES,
+        startswith=str.startswith,
+        error: type = ValueError,
+    ) -> None:
+        if (
+            event in sealed
+            or startswith(event, "ctypes.")
+            or (event == "object.__setattr__" and args[1] in rewritten)
+        ):
+            raise error(f"{event} is not available in the sandbox")
+
+    sys.addaudithook(refuse)
+
+
 class OutputLimitExceeded(BaseException):
     """Raised into the program when it prints more than the stdout cap."""
 
@@ -110,6 +156,7 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, tok
             os.close(ruleset)
         if server.seccomp is not None:
             server.seccomp.install()
+        seal_interpreter()
         sys.stdout = sys.stderr = writer
         kind, text = execute_program(source, expr, writer, server.max_value_chars)
     except BaseException as exc:  # setup failure or program escaping the handler

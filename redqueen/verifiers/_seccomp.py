@@ -6,7 +6,8 @@ undone by a hostile program through ``object.__subclasses__()`` walks; the kerne
 installed here cannot, because a process can only add filters, never remove them.
 
 Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``EPERM``:
-process creation and ``exec``, sockets, SysV and POSIX IPC, signals to other processes,
+process creation and ``exec``, sockets, SysV and POSIX IPC, signals to other processes and
+handlers for signals a program can raise on itself,
 ``ptrace``, privilege and limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
 (file creation, removal and writing are left to Landlock where it confines them to the sandbox
 directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13)
@@ -78,6 +79,7 @@ _DENY_X86_64 = {
     "mq_notify": 244,
     "mq_getsetattr": 245,
     # signals and other processes
+    "timer_create": 222,
     "kill": 62,
     "tkill": 200,
     "tgkill": 234,
@@ -179,9 +181,20 @@ _FS_WRITE_X86_64 = {
     "symlinkat": 266,
     "renameat2": 316,
 }
-_NR_OPEN, _NR_OPENAT, _NR_IOCTL = 2, 257, 16
+_NR_OPEN, _NR_OPENAT = 2, 257
 _OPEN_WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
-_TTY_INJECTION_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
+# Calls refused only for some values of one argument: syscall -> (argument index, values).
+_ARGUMENT_RULES = {
+    # ioctl: terminal input injection (TIOCSTI, TIOCLINUX).
+    16: (1, (0x5412, 0x541C)),
+    # rt_sigaction: no handler for a signal the program can raise on itself (timers, limits,
+    # faults, broken pipes, async I/O). A Python handler is handed the interrupted frame, whose
+    # callers hold the runner's state; the signals it may still handle (SIGTERM, SIGUSR1 ...)
+    # cannot reach it, since kill, timer_create and the fcntl calls below are refused.
+    13: (0, (4, 5, 6, 7, 8, 11, 13, 14, 17, 23, 24, 25, 26, 27, 29, 31)),
+    # fcntl: F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE, F_NOTIFY (signals on I/O or leases).
+    72: (1, (8, 10, 15, 1024, 1026)),
+}
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -220,7 +233,8 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
     if not allow_fs_writes:
         emit(_JEQ_K, _NR_OPEN, jt="open")
         emit(_JEQ_K, _NR_OPENAT, jt="openat")
-    emit(_JEQ_K, _NR_IOCTL, jt="ioctl")
+    for nr in _ARGUMENT_RULES:
+        emit(_JEQ_K, nr, jt=f"arg{nr}")
     emit(_RET_K, _RET_ALLOW)
     if not allow_fs_writes:
         for name, flags_arg in (("open", 1), ("openat", 2)):
@@ -228,11 +242,12 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
             emit(_LD_W_ABS, _arg_low(flags_arg))
             emit(_JSET_K, _OPEN_WRITE_FLAGS, jt="eperm")
             emit(_RET_K, _RET_ALLOW)
-    labels["ioctl"] = len(code)
-    emit(_LD_W_ABS, _arg_low(1))
-    for request in _TTY_INJECTION_IOCTLS:
-        emit(_JEQ_K, request, jt="eperm")
-    emit(_RET_K, _RET_ALLOW)
+    for nr, (index, values) in _ARGUMENT_RULES.items():
+        labels[f"arg{nr}"] = len(code)
+        emit(_LD_W_ABS, _arg_low(index))
+        for value in values:
+            emit(_JEQ_K, value, jt="eperm")
+        emit(_RET_K, _RET_ALLOW)
     labels["eperm"] = len(code)
     emit(_RET_K, _RET_EPERM)
 

@@ -152,6 +152,7 @@ class Zygote:
             "drop_root": self.is_root and self._probe(_drop_root),
             "workdir_tmpfs": self.tmpfs,
             "socket_refused": True,
+            "introspection_sealed": True,
             "rlimits": True,
         }
         self.drop_root = self.features["drop_root"]

@@ -154,3 +154,50 @@ def test_well_formed_replies_pass_through():
     assert _checked_reply(GOOD, CONFIG) == ExecResult(True, "42", None, False, "")
     failed = {**GOOD, "ok": False, "value": None, "error": "timed out", "timed_out": True}
     assert _checked_reply(failed, CONFIG) == ExecResult(False, None, "timed out", True, "")
+
+
+# Reading the run token out of the interpreter, to write a frame the server would accept: every
+# route to the runner's frames (and to raw memory) is refused inside the sandbox.
+
+FORGE = """
+import os, struct, sys
+def forge(frame):
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, bytes) and len(value) == 16:
+                body = b"'forged'"
+                os.write(3, b"V" + value + struct.pack(">II", len(body), 0) + body)
+                os._exit(0)
+        frame = frame.f_back
+"""
+TOKEN_THEFTS = {
+    "getframe": "forge(sys._getframe())",
+    "traceback": "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    forge(e.__traceback__.tb_frame)",
+    "exc_info": "try:\n    1 / 0\nexcept ZeroDivisionError:\n    forge(sys.exc_info()[2].tb_frame)",
+    "generator": "def g():\n    forge(me.gi_frame)\n    yield\nme = g()\nnext(me)",
+    "settrace": "sys.settrace(lambda frame, event, arg: forge(frame))\ndef h():\n    pass\nh()",
+    "setprofile": "sys.setprofile(lambda frame, event, arg: forge(frame))\nlen([])",
+    "own_audit_hook": "sys.addaudithook(lambda e, a: forge(a[0]) if e == 'sys._getframe' else None)\n"
+    "sys._getframe()",
+    "gc_frames": "import gc\nfor o in gc.get_objects():\n    if type(o).__name__ == 'frame':\n"
+    "        forge(o)",
+    "alarm_handler": "import signal\nsignal.signal(signal.SIGALRM, lambda s, f: forge(f))\n"
+    "signal.setitimer(signal.ITIMER_REAL, 0.01)\nwhile True:\n    pass",
+    "cpu_limit_handler": "import signal\nsignal.signal(signal.SIGXCPU, lambda s, f: forge(f))\n"
+    "while True:\n    pass",
+    "async_io_signal": "import fcntl, signal\n"
+    "signal.signal(signal.SIGTERM, lambda s, f: forge(f))\nr, w = os.pipe()\n"
+    "fcntl.fcntl(r, fcntl.F_SETOWN, os.getpid())\nfcntl.fcntl(r, 10, signal.SIGTERM)\n"
+    "fcntl.fcntl(r, fcntl.F_SETFL, os.O_ASYNC)\nos.write(w, b'x')\nwhile True:\n    pass",
+    "patched_runner_code": "import sys\nchild = sys.modules.get('_child')\n"
+    "child.describe.__code__ = (lambda exc: forge(sys._getframe())).__code__",
+    "ctypes_memory": "import ctypes\nctypes.string_at(id(forge), 64)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOKEN_THEFTS))
+def test_the_run_token_cannot_be_read_from_inside(executor, name):
+    result = executor.execute(FORGE + TOKEN_THEFTS[name] + "\nraise AssertionError", "1")
+    assert not result.ok and result.value != "'forged'"
+    healthy = executor.execute("def f(x):\n    return sorted(x)", "f([3, 1, 2])")
+    assert healthy.ok and healthy.value == "[1, 2, 3]"
