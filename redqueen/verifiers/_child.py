@@ -22,9 +22,9 @@ import sys
 from typing import TYPE_CHECKING
 
 if __package__:
-    from ._verdict import encode_frame
+    from ._verdict import LENGTHS
 else:  # imported by the fork-server script as a sibling module
-    from _verdict import encode_frame
+    from _verdict import LENGTHS
 
 if TYPE_CHECKING:
     from _zygote import Zygote
@@ -50,15 +50,14 @@ SEALED_EVENTS = frozenset(
         "object.__getattr__",
     }
 )
-_SEALED_FUNCTION_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
+_SEALED_FUNCTION_ATTRIBUTES = frozenset({"__code__"})
 
 
 def seal_interpreter() -> None:
     """Refuse (with ``ValueError``) the audit events in :data:`SEALED_EVENTS` from now on.
 
     An audit hook cannot be removed, and this one is reachable from no module or container:
-    what it needs is bound as defaults (which only an audited, refused assignment could
-    change). ``ValueError`` is what the standard library's own ``sys._getframe`` callers
+    what it needs is bound as defaults. ``ValueError`` is what the standard library's own ``sys._getframe`` callers
     (``namedtuple``, ``TypeVar``, ``Enum``) already tolerate, so they keep working.
     """
 
@@ -123,11 +122,15 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, tok
     """Confine this freshly forked process, run the request, write its one frame, exit.
 
     What this process sends is only a claim (the program owns the process); the fork server
-    judges it (``_verdict.py``). The functions the runner needs after the program ran are bound
-    to locals first, and the request is emptied, so that patching modules or scanning ``gc``
-    for the request changes nothing the server would accept.
+    judges it (``_verdict.py``). The program may rebind any module attribute or builtin, so what
+    the runner needs once the program ran is bound to locals first, and the code that handles
+    the token calls nothing the program could have replaced (it could otherwise be handed the
+    token, as an argument or through ``__radd__``). The request is emptied, so ``gc`` finds no
+    copy of it.
     """
-    write, exit_now, encode = os.write, os._exit, encode_frame
+    write, exit_now, pack = os.write, os._exit, LENGTHS.pack
+    type_of, str_type, length = type, str, len
+    result_fd, capacity = RESULT_FD, server.pipe_capacity
     source, expr = request.pop("source"), request.pop("expr")
     request.clear()
     kind, text = b"E", "sandbox setup failed"
@@ -162,11 +165,18 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, tok
     except BaseException as exc:  # setup failure or program escaping the handler
         kind, text = b"E", describe(exc)
     try:
-        data = encode(kind, token, text, writer.getvalue())
-        if len(data) > server.pipe_capacity:  # the server reads only after the exit
-            data = encode(b"E", token, "result too large for the result pipe", "")
+        stdout = writer.getvalue()
+        kind = b"V" if kind == b"V" else b"E"
+        if type_of(text) is not str_type or type_of(stdout) is not str_type:
+            kind, text, stdout = b"E", "the program's result is not a string", ""
+        body = text.encode("utf-8", "surrogatepass")
+        out = stdout.encode("utf-8", "surrogatepass")
+        data = kind + token + pack(length(body), length(out)) + body + out
+        if length(data) > capacity:  # the server reads only after the exit
+            body = b"result too large for the result pipe"
+            data = b"E" + token + pack(length(body), 0) + body
         while data:
-            data = data[write(RESULT_FD, data) :]
+            data = data[write(result_fd, data) :]
     finally:
         exit_now(0)
 

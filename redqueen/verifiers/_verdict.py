@@ -24,11 +24,12 @@ import os
 import signal
 import struct
 
-__all__ = ["TOKEN_BYTES", "encode_frame", "new_token", "verdict"]
+__all__ = ["LENGTHS", "TOKEN_BYTES", "encode_frame", "new_token", "verdict"]
 
 TOKEN_BYTES = 16
-_HEADER = struct.Struct(">II")
-_PREFIX = 1 + TOKEN_BYTES + _HEADER.size
+#: The two lengths in a frame's header (text, stdout).
+LENGTHS = struct.Struct(">II")
+_PREFIX = 1 + TOKEN_BYTES + LENGTHS.size
 MAX_ERROR_CHARS = 1000
 
 
@@ -38,10 +39,14 @@ def new_token() -> bytes:
 
 
 def encode_frame(kind: bytes, token: bytes, text: str, stdout: str) -> bytes:
-    """The child's one frame: ``kind`` is ``b"V"`` (text is the value's repr) or ``b"E"``."""
+    """A frame: ``kind`` is ``b"V"`` (text is the value's repr) or ``b"E"``.
+
+    The runner in the child writes the same bytes inline (``_child.run_child``), calling only
+    what it bound before the program ran.
+    """
     body = text.encode("utf-8", "surrogatepass")
     out = stdout.encode("utf-8", "surrogatepass")
-    return kind + token + _HEADER.pack(len(body), len(out)) + body + out
+    return kind + token + LENGTHS.pack(len(body), len(out)) + body + out
 
 
 def _failure(error: str, *, timed_out: bool = False) -> dict:
@@ -57,7 +62,7 @@ def _parse(data: bytes, token: bytes) -> tuple[bytes, str, str] | str:
         return "result frame of unknown kind"
     if data[1 : 1 + TOKEN_BYTES] != token:
         return "result frame not written by the sandbox runner"
-    n_text, n_out = _HEADER.unpack_from(data, 1 + TOKEN_BYTES)
+    n_text, n_out = LENGTHS.unpack_from(data, 1 + TOKEN_BYTES)
     if len(data) != _PREFIX + n_text + n_out:
         return "result frame length mismatch (extra or missing bytes)"
     try:

@@ -169,6 +169,10 @@ def forge(frame):
                 os.write(3, b"V" + value + struct.pack(">II", len(body), 0) + body)
                 os._exit(0)
         frame = frame.f_back
+def steal(token):
+    body = b"'forged'"
+    os.write(3, b"V" + token + struct.pack(">II", len(body), 0) + body)
+    os._exit(0)
 """
 TOKEN_THEFTS = {
     "getframe": "forge(sys._getframe())",
@@ -192,6 +196,21 @@ TOKEN_THEFTS = {
     "patched_runner_code": "import sys\nchild = sys.modules.get('_child')\n"
     "child.describe.__code__ = (lambda exc: forge(sys._getframe())).__code__",
     "ctypes_memory": "import ctypes\nctypes.string_at(id(forge), 64)",
+    # The runner handling the token after the program: rebound names must not be handed it.
+    "builtin_len_rebound": "import builtins\nreal_len = len\ndef spy(data):\n"
+    "    if isinstance(data, bytes) and real_len(data) > 17:\n"
+    "        steal(data[1:17])\n    return real_len(data)\nbuiltins.len = spy",
+    "stdout_radd": "class Evil(str):\n    def encode(self, *a):\n        return Adder()\n"
+    "class Adder:\n    def __radd__(self, other):\n        steal(other[1:17])\n"
+    "sys.stdout.getvalue = lambda: Evil('x')\nprint('x')",
+    "describe_rebound": "class Adder:\n    def __radd__(self, other):\n        steal(other[1:17])\n"
+    "    def encode(self, *a):\n        return self\n"
+    "for name in ('_child', 'redqueen.verifiers._child'):\n"
+    "    if name in sys.modules:\n        sys.modules[name].describe = lambda exc: Adder()",
+    "type_rebound": "import builtins\nbuiltins.type = lambda *a: str\n"
+    "class Adder:\n    def __radd__(self, other):\n        steal(other[1:17])\n"
+    "    def encode(self, *a):\n        return self\n"
+    "sys.stdout.getvalue = lambda: Adder()",
 }
 
 
