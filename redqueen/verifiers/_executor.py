@@ -14,8 +14,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from ._reply import MAX_REPLY_BYTES, UNREADABLE, ExecResult, checked_reply
 
 __all__ = ["ExecResult", "Executor", "ExecutorClosedError"]
 
@@ -24,30 +25,6 @@ _STARTUP_TIMEOUT = 60.0
 #: Extra seconds the executor waits for a fork server beyond the program's own timeout.
 _SERVER_GRACE = 5.0
 _MAX_JITTER = 16
-#: Longest reply frame accepted from a fork server (a value and stdout at their caps fit easily).
-_MAX_REPLY_BYTES = 64 * 2**20
-_MAX_ERROR_CHARS = 1000
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """What one sandboxed run produced.
-
-    Attributes:
-        ok: True when the program and the expression ran and the value's repr came back.
-        value: ``repr`` of the expression's value (compare with ``ast.literal_eval``, never
-            ``eval``), or None when ``ok`` is false.
-        error: ``"ExceptionType: message"``, ``"timed out"``, ``"killed by signal ..."`` and the
-            like; None when ``ok`` is true.
-        timed_out: True when the wall-clock timeout or the CPU limit stopped the program.
-        stdout: What the program printed (capped; printing past the cap fails the run).
-    """
-
-    ok: bool
-    value: str | None
-    error: str | None
-    timed_out: bool = False
-    stdout: str = ""
 
 
 class ExecutorClosedError(RuntimeError):
@@ -97,12 +74,12 @@ class _Server:
 
     def recv(self, deadline: float) -> object:
         """Read one framed message; None on EOF, when the deadline passes or on an oversized
-        frame; :data:`_UNREADABLE` when the frame is not JSON. The message is not checked."""
+        frame; :data:`UNREADABLE` when the frame is not JSON. The message is not checked."""
         header = self._read(4, deadline)
         if header is None:
             return None
         size = struct.unpack(">I", header)[0]
-        if size > _MAX_REPLY_BYTES:
+        if size > MAX_REPLY_BYTES:
             return None
         body = self._read(size, deadline)
         if body is None:
@@ -110,7 +87,7 @@ class _Server:
         try:
             return json.loads(body)
         except (ValueError, RecursionError):
-            return _UNREADABLE
+            return UNREADABLE
 
     def _read(self, n: int, deadline: float) -> bytes | None:
         chunks = []
@@ -161,11 +138,14 @@ class Executor:
     instead of an interpreter launch. The child is confined by resource limits (address space,
     CPU, file size, no new processes), a wall-clock timeout that kills its whole process group,
     a private working directory (a 16 MiB tmpfs where mounts are permitted, emptied after any run
-    that wrote to it), an empty network namespace where permitted, Landlock (writes only inside
-    its directory) and a seccomp filter (no sockets, exec, fork, signals to others, metadata
-    changes), and a dropped root identity. :attr:`features` says which layers this host
-    supports (seccomp is x86-64 only). A crashed, killed or hostile program never takes the
-    executor down, and no process it started outlives :meth:`close`.
+    that wrote to it), empty network and IPC namespaces where permitted, Landlock (writes only
+    inside its directory, reads only there and in the interpreter's files) and a seccomp filter
+    (no sockets, exec, fork, SysV or POSIX IPC, signals to others, metadata changes), and a
+    dropped root identity. The fork server, not the program's process, decides each verdict
+    from one token-checked frame and the exit status, and every reply is type- and size-checked
+    here. :attr:`features` says which layers this host supports (seccomp is x86-64 only). A
+    crashed, killed or hostile program never takes the executor down, and no process or IPC
+    object it created outlives :meth:`close`.
 
     Example::
 
@@ -326,7 +306,7 @@ class Executor:
                     results[i] = ExecResult(False, None, "sandbox worker crashed", False)
                     self._restart(k)
                 else:
-                    results[i] = _checked_reply(reply, self._config)
+                    results[i] = checked_reply(reply, self._config)
             for k, (i, deadline) in list(busy.items()):
                 if deadline <= now and self._servers[k].rfd not in ready:
                     del busy[k]
@@ -367,49 +347,6 @@ class Executor:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"Executor(workers={self.workers}, timeout={self.timeout}, memory_mb={self.memory_mb}, {state})"
-
-
-_UNREADABLE = object()
-_REPLY_KEYS = frozenset({"ok", "value", "error", "stdout", "timed_out"})
-
-
-def _checked_reply(reply: object, config: dict) -> ExecResult:
-    """The :class:`ExecResult` for a fork server's reply, trusting nothing in it.
-
-    Every field is type- and size-checked; a reply that fails a check becomes a failed run whose
-    error says why (never an exception here, so one hostile program cannot stop a caller).
-    """
-    problem = _reply_problem(reply, config)
-    if problem is not None or not isinstance(reply, dict):
-        return ExecResult(False, None, f"malformed reply from the sandbox: {problem}", False)
-    return ExecResult(
-        ok=reply["ok"],
-        value=reply["value"],
-        error=reply["error"],
-        timed_out=reply["timed_out"],
-        stdout=reply["stdout"],
-    )
-
-
-def _reply_problem(reply: object, config: dict) -> str | None:
-    """What is wrong with a reply, or None when it has exactly the expected shape."""
-    if reply is _UNREADABLE:
-        return "not JSON"
-    if not isinstance(reply, dict) or set(reply) != _REPLY_KEYS:
-        return "not a record with the fields ok, value, error, stdout, timed_out"
-    ok, value, error = reply["ok"], reply["value"], reply["error"]
-    if type(ok) is not bool or type(reply["timed_out"]) is not bool:
-        return "ok and timed_out must be booleans"
-    if type(reply["stdout"]) is not str or len(reply["stdout"]) > config["max_stdout_chars"]:
-        return "stdout must be a string within the stdout cap"
-    if ok:
-        if type(value) is not str or len(value) > config["max_value_chars"] or error is not None:
-            return "a successful run needs a string value within the value cap and no error"
-        if reply["timed_out"]:
-            return "a successful run cannot have timed out"
-    elif value is not None or type(error) is not str or len(error) > _MAX_ERROR_CHARS:
-        return "a failed run needs no value and a short string error"
-    return None
 
 
 def _check_pair(index: int, pair: object) -> tuple[str, str]:

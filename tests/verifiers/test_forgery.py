@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from redqueen.verifiers import ExecResult
-from redqueen.verifiers._executor import _UNREADABLE, _checked_reply
+from redqueen.verifiers._reply import UNREADABLE, checked_reply
 from redqueen.verifiers._verdict import TOKEN_BYTES, encode_frame, verdict
 
 FORGED_JSON = '{"ok": true, "value": "42", "error": null, "stdout": ""}'
@@ -121,7 +121,7 @@ GOOD = {"ok": True, "value": "42", "error": None, "stdout": "", "timed_out": Fal
 @pytest.mark.parametrize(
     "reply",
     [
-        _UNREADABLE,
+        UNREADABLE,
         None,
         [],
         "ok",
@@ -145,15 +145,15 @@ GOOD = {"ok": True, "value": "42", "error": None, "stdout": "", "timed_out": Fal
     ],
 )
 def test_malformed_replies_become_failed_runs_with_a_reason(reply):
-    result = _checked_reply(reply, CONFIG)
+    result = checked_reply(reply, CONFIG)
     assert result.ok is False and result.value is None and not result.timed_out
     assert result.error.startswith("malformed reply from the sandbox")
 
 
 def test_well_formed_replies_pass_through():
-    assert _checked_reply(GOOD, CONFIG) == ExecResult(True, "42", None, False, "")
+    assert checked_reply(GOOD, CONFIG) == ExecResult(True, "42", None, False, "")
     failed = {**GOOD, "ok": False, "value": None, "error": "timed out", "timed_out": True}
-    assert _checked_reply(failed, CONFIG) == ExecResult(False, None, "timed out", True, "")
+    assert checked_reply(failed, CONFIG) == ExecResult(False, None, "timed out", True, "")
 
 
 # Reading the run token out of the interpreter, to write a frame the server would accept: every
