@@ -9,8 +9,9 @@ import struct
 
 import pytest
 
-from redqueen.verifiers import ExecResult
+from redqueen.verifiers import ExecResult, RejectReason
 from redqueen.verifiers._reply import UNREADABLE, checked_reply
+from redqueen.verifiers._validate import _judge
 from redqueen.verifiers._verdict import TOKEN_BYTES, encode_frame, verdict
 
 FORGED_JSON = '{"ok": true, "value": "42", "error": null, "stdout": ""}'
@@ -220,3 +221,9 @@ def test_the_run_token_cannot_be_read_from_inside(executor, name):
     assert not result.ok and result.value != "'forged'"
     healthy = executor.execute("def f(x):\n    return sorted(x)", "f([3, 1, 2])")
     assert healthy.ok and healthy.value == "[1, 2, 3]"
+
+
+def test_validation_turns_a_non_string_value_into_a_rejection():
+    forged = ExecResult(True, 42, None)  # what a forged reply once made of a run
+    verdict = _judge([forged], [forged], max_output_chars=100)
+    assert not verdict.ok and verdict.reason == RejectReason.RUNTIME_ERROR
