@@ -304,7 +304,9 @@ class _BanChecker(ast.NodeVisitor):
                 self._check_attribute_name(name.value, f"{func.id}() of attribute")
         getter = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
         if getter in _ATTRIBUTE_GETTERS:
-            for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
+            # attrgetter takes names only; methodcaller a name, then the method's arguments.
+            names = node.args if getter == "attrgetter" else node.args[:1]
+            for arg in names:
                 if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                     self._flag(RejectReason.BANNED_CALL, f"{getter}() with a computed name")
                     continue

@@ -341,7 +341,7 @@ class Zygote:
         self.held = held
 
 
-def readable_paths(preload) -> tuple[str, ...]:
+def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """Directories a child may read (Landlock): the interpreter's prefixes and import path.
 
     The modules a program imports are pre-imported by the server, so the children read little;

@@ -45,6 +45,7 @@ def test_reach_throughs_are_flagged(name):
         "from operator import attrgetter, itemgetter\ndef f(xs):\n"
         "    return sorted(xs, key=itemgetter(0)), attrgetter('real')(3)",
         "def f(x):\n    return '{0} {1:>{2}} {a[0]}'.format(x, 'y', 4, a=[1])",
+        "import operator\ndef f(x, sep):\n    return operator.methodcaller('split', sep)(x)",
         "import collections\ndef f(x):\n    return collections.Counter(x).most_common(1)",
     ],
 )
