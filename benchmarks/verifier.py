@@ -9,7 +9,11 @@ Measures, all in one run with the same number of parallel workers (default 2):
   fork-per-program design approaches;
 - ``executor``: :meth:`redqueen.verifiers.Executor.execute_many`, every program in a fresh
   forked child with all isolation layers on;
-- ``validate``: :func:`redqueen.verifiers.validate_program` (two isolated runs per input).
+- ``validate``: :func:`redqueen.verifiers.validate_program` (two isolated runs per input);
+- with ``--before PATH``: the executor of an unchanged checkout at ``PATH`` (imported through
+  ``PYTHONPATH`` in a subprocess) against this checkout's, each in its own subprocess on the
+  same programs, alternating within every round, so that a change to the sandbox is priced
+  against the code it replaces in the same run.
 
 Variants alternate in interleaved rounds so that all see the same machine load. Programs are
 small functions like those teachers propose. Before timing, the run confirms that
@@ -20,6 +24,7 @@ Usage::
 
     python benchmarks/verifier.py                   # 2 workers
     python benchmarks/verifier.py --workers 4 --checks 4000
+    python benchmarks/verifier.py --before ../redqueen-previous   # also before/after
 """
 
 from __future__ import annotations
@@ -131,14 +136,74 @@ def isolation_intact(executor: Executor) -> bool:
         return not any(r.ok for r in results) and not os.path.exists(target)
 
 
+def executor_rate(checks: int, round_index: int, rounds: int, workers: int) -> float:
+    """Checks per second of the importable executor on one round's share of the programs."""
+    pairs = make_pairs(checks)[round_index::rounds]
+    with Executor(workers=workers, timeout=5.0) as executor:
+        executor.execute_many(pairs[: 4 * workers])  # warm the servers
+        start = time.perf_counter()
+        results = executor.execute_many(pairs)
+        elapsed = time.perf_counter() - start
+    assert all(res.ok for res in results), next(res.error for res in results if not res.ok)
+    return rate(len(pairs), elapsed)
+
+
+def before_after(before: Path, checks: int, rounds: int, workers: int) -> dict:
+    """Executor checks per second of the checkout at ``before`` and of this one, interleaved."""
+    script = str(Path(__file__).resolve())
+    roots = {"before": before.resolve(), "after": Path(__file__).resolve().parents[1]}
+    seconds = dict.fromkeys(roots, 0.0)
+    per_round = []
+    for r in range(rounds):
+        order = ("before", "after") if r % 2 == 0 else ("after", "before")
+        rates = {}
+        for name in order:
+            done = subprocess.run(
+                [sys.executable, script, "--executor-only", str(r), "--checks", str(checks)]
+                + ["--rounds", str(rounds), "--workers", str(workers)],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(roots[name])},
+                cwd=tempfile.gettempdir(),
+                check=True,
+            )
+            rates[name] = float(done.stdout.strip().splitlines()[-1])
+            seconds[name] += len(make_pairs(checks)[r::rounds]) / rates[name]
+        per_round.append(round(rates["after"] / rates["before"], 3))
+    commit = subprocess.run(
+        ["git", "-C", str(roots["before"]), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    before_rate, after_rate = rate(checks, seconds["before"]), rate(checks, seconds["after"])
+    ratio = after_rate / before_rate
+    return {
+        "before_commit": commit or None,
+        "checks_per_second": {"before": round(before_rate, 1), "after": round(after_rate, 1)},
+        "after_vs_before": round(ratio, 3),
+        "after_vs_before_per_round": per_round,
+        "target": "after >= 0.9x before",
+        "target_met": bool(ratio >= 0.9),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--before", type=Path, help="an unchanged checkout to price this one against"
+    )
+    parser.add_argument("--before-checks", type=int, default=3000, help="programs per side")
+    parser.add_argument("--before-rounds", type=int, default=6, help="interleaved rounds")
+    parser.add_argument("--executor-only", type=int, metavar="ROUND", help=argparse.SUPPRESS)
     parser.add_argument("--checks", type=int, default=2000, help="programs run by the executor")
     parser.add_argument("--anchor-checks", type=int, default=80, help="programs run by python -c")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved measurement rounds")
     parser.add_argument("--out", type=Path, default=RESULTS / "verifier.json")
     args = parser.parse_args(argv)
+    if args.executor_only is not None:  # one side of --before, run in a subprocess
+        print(executor_rate(args.checks, args.executor_only, args.rounds, args.workers))
+        return {}
 
     pairs = make_pairs(args.checks)
     anchor_pairs = make_pairs(args.anchor_checks)
@@ -168,7 +233,7 @@ def main(argv: list[str] | None = None) -> dict:
             validate_program(source, list(dict.fromkeys(inputs)), executor)
         validate_rate = rate(n_validate, time.perf_counter() - start)
         features = executor.features
-    executor_rate = rate(len(pairs), seconds["executor"])
+    executor_checks = rate(len(pairs), seconds["executor"])
     anchor = rate(len(anchor_pairs), seconds["python_c"])
     anchor_no_site = rate(len(anchor_pairs), seconds["python_S_c"])
     bare = rate(len(pairs), seconds["bare_fork"])
@@ -189,17 +254,21 @@ def main(argv: list[str] | None = None) -> dict:
             "python_c": round(anchor, 1),
             "python_S_c": round(anchor_no_site, 1),
             "bare_fork": round(bare, 1),
-            "executor": round(executor_rate, 1),
+            "executor": round(executor_checks, 1),
             "validate_program_5_inputs": round(validate_rate, 1),
         },
         "ratios": {
-            "executor_vs_python_c": round(executor_rate / anchor, 2),
-            "executor_vs_python_S_c": round(executor_rate / anchor_no_site, 2),
-            "executor_vs_bare_fork": round(executor_rate / bare, 3),
+            "executor_vs_python_c": round(executor_checks / anchor, 2),
+            "executor_vs_python_S_c": round(executor_checks / anchor_no_site, 2),
+            "executor_vs_bare_fork": round(executor_checks / bare, 3),
         },
         "target": "executor >= 10x python_c, isolation intact",
-        "target_met": bool(intact and executor_rate >= 10 * anchor),
+        "target_met": bool(intact and executor_checks >= 10 * anchor),
     }
+    if args.before is not None:
+        report["before_after"] = before_after(
+            args.before, args.before_checks, args.before_rounds, args.workers
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))

@@ -3,6 +3,7 @@
 Execution:
     :class:`Executor`: fork-server sandbox running untrusted programs in parallel
         (``execute``, ``execute_many``); :class:`ExecResult`; :class:`ExecutorClosedError`.
+        What a verdict guarantees, and what it does not: ``docs/verifier.md``.
 
 Tasks:
     :data:`TASK_TYPES` (``code_o``, ``code_i``, ``code_f``); :class:`Triplet`; :class:`CodeTask`;

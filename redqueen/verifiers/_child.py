@@ -6,7 +6,8 @@ killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr 
 private working directory, sets resource limits (address space, CPU, file size, processes,
 core), drops root to ``nobody``, and installs Landlock and seccomp. Its prints go to a capped
 in-memory buffer; its result (the ``repr`` of the expression, or the error) goes to the result
-pipe as JSON; then it exits without running any clean-up code.
+pipe as one frame (``_verdict.py``), which the fork server judges; then it exits without running
+any clean-up code.
 
 Standard library only; imported by the fork server as a sibling module.
 """
@@ -14,12 +15,16 @@ Standard library only; imported by the fork server as a sibling module.
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import resource
 import signal
 import sys
 from typing import TYPE_CHECKING
+
+if __package__:
+    from ._verdict import LENGTHS
+else:  # imported by the fork-server script as a sibling module
+    from _verdict import LENGTHS
 
 if TYPE_CHECKING:
     from _zygote import Zygote
@@ -27,6 +32,51 @@ if TYPE_CHECKING:
 _PR_SET_PDEATHSIG = 1
 _NOBODY = 65534
 RESULT_FD = 3
+
+
+#: Audit events that hand a program its interpreter's frames, the objects ``gc`` tracks, raw
+#: memory (ctypes), or a way to rewrite functions: how it would read the run token or the
+#: runner's locals. ``object.__getattr__`` covers ``tb_frame``, ``gi_frame``, ``__code__`` ...
+SEALED_EVENTS = frozenset(
+    {
+        "sys._getframe",
+        "sys._getframemodulename",
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "object.__getattr__",
+    }
+)
+_SEALED_FUNCTION_ATTRIBUTES = frozenset({"__code__"})
+
+
+def seal_interpreter() -> None:
+    """Refuse (with ``ValueError``) the audit events in :data:`SEALED_EVENTS` from now on.
+
+    An audit hook cannot be removed, and this one is reachable from no module or container:
+    what it needs is bound as defaults. ``ValueError`` is what the standard library's own ``sys._getframe`` callers
+    (``namedtuple``, ``TypeVar``, ``Enum``) already tolerate, so they keep working.
+    """
+
+    def refuse(
+        event: str,
+        args: tuple,
+        sealed: frozenset = SEALED_EVENTS,
+        rewritten: frozenset = _SEALED_FUNCTION_ATTRIBUTES,
+        startswith=str.startswith,
+        error: type = ValueError,
+    ) -> None:
+        if (
+            event in sealed
+            or startswith(event, "ctypes.")
+            or (event == "object.__setattr__" and args[1] in rewritten)
+        ):
+            raise error(f"{event} is not available in the sandbox")
+
+    sys.addaudithook(refuse)
 
 
 class OutputLimitExceeded(BaseException):
@@ -68,14 +118,27 @@ def refuse_socket(*args: object, **kwargs: object) -> None:
     raise PermissionError("network access is disabled in the sandbox")
 
 
-def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> None:
-    """Confine this freshly forked process, run the request, write the result, exit."""
-    result: dict = {"ok": False, "value": None, "error": "sandbox setup failed", "stdout": ""}
+def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, token: bytes) -> None:
+    """Confine this freshly forked process, run the request, write its one frame, exit.
+
+    What this process sends is only a claim (the program owns the process); the fork server
+    judges it (``_verdict.py``). The program may rebind any module attribute or builtin, so what
+    the runner needs once the program ran is bound to locals first, and the code that handles
+    the token calls nothing the program could have replaced (it could otherwise be handed the
+    token, as an argument or through ``__radd__``). The request is emptied, so ``gc`` finds no
+    copy of it.
+    """
+    write, exit_now, pack = os.write, os._exit, LENGTHS.pack
+    type_of, str_type, length = type, str, len
+    result_fd, capacity = RESULT_FD, server.pipe_capacity
+    source, expr = request.pop("source"), request.pop("expr")
+    request.clear()
+    kind, text = b"E", "sandbox setup failed"
     try:
         os.setsid()
         server.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != server.server_pid:
-            os._exit(1)
+            exit_now(1)
         os.dup2(wfd, RESULT_FD)
         for fd in (0, 1, 2):
             os.dup2(server.devnull, fd)
@@ -85,8 +148,8 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
             ruleset = RESULT_FD + 1
         os.closerange(RESULT_FD + 2 if ruleset >= 0 else RESULT_FD + 1, 1 << 16)
         os.chdir(server.workdir)
-        for kind, limits in server.limits:
-            resource.setrlimit(kind, limits)
+        for resource_kind, limits in server.limits:
+            resource.setrlimit(resource_kind, limits)
         if server.drop_root:
             os.setgroups([])
             os.setresgid(_NOBODY, _NOBODY, _NOBODY)
@@ -96,56 +159,49 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> 
             os.close(ruleset)
         if server.seccomp is not None:
             server.seccomp.install()
+        seal_interpreter()
         sys.stdout = sys.stderr = writer
-        result = execute_program(request["source"], request["expr"], writer, server.max_value_chars)
+        kind, text = execute_program(source, expr, writer, server.max_value_chars)
     except BaseException as exc:  # setup failure or program escaping the handler
-        result = {"ok": False, "value": None, "error": describe(exc), "stdout": writer.getvalue()}
+        kind, text = b"E", describe(exc)
     try:
-        try:
-            data = json.dumps(result, ensure_ascii=False).encode()
-        except UnicodeEncodeError:  # lone surrogates: escape them
-            data = json.dumps(result).encode()
-        if len(data) > server.pipe_capacity:  # the server reads only after the exit
-            data = json.dumps(
-                {
-                    "ok": False,
-                    "value": None,
-                    "stdout": "",
-                    "error": "result too large for the result pipe",
-                }
-            ).encode()
+        stdout = writer.getvalue()
+        kind = b"V" if kind == b"V" else b"E"
+        if type_of(text) is not str_type or type_of(stdout) is not str_type:
+            kind, text, stdout = b"E", "the program's result is not a string", ""
+        body = text.encode("utf-8", "surrogatepass")
+        out = stdout.encode("utf-8", "surrogatepass")
+        data = kind + token + pack(length(body), length(out)) + body + out
+        if length(data) > capacity:  # the server reads only after the exit
+            body = b"result too large for the result pipe"
+            data = b"E" + token + pack(length(body), 0) + body
         while data:
-            data = data[os.write(RESULT_FD, data) :]
+            data = data[write(result_fd, data) :]
     finally:
-        os._exit(0)
+        exit_now(0)
 
 
-def execute_program(source: str, expr: str, writer: CappedWriter, max_value_chars: int) -> dict:
-    """Run ``source``, evaluate ``expr`` and return the result record (never raises)."""
+def execute_program(
+    source: str, expr: str, writer: CappedWriter, max_value_chars: int
+) -> tuple[bytes, str]:
+    """Run ``source``, evaluate ``expr``; ``(b"V", repr)`` or ``(b"E", error)`` (never raises)."""
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     try:
-        exec(compile(source, "<program>", "exec"), namespace)
-        value = eval(compile(expr, "<expr>", "eval"), namespace)
+        program = compile(source, "<program>", "exec")
+        expression = compile(expr, "<expr>", "eval")
+        del source, expr
+        exec(program, namespace)
+        value = eval(expression, namespace)
         text = repr(value)
-        if not isinstance(text, str):
+        if type(text) is not str:
             raise TypeError("__repr__ returned a non-string")
     except BaseException as exc:
-        return {"ok": False, "value": None, "error": describe(exc), "stdout": writer.getvalue()}
+        return b"E", describe(exc)
     if writer.overflowed:
-        return {
-            "ok": False,
-            "value": None,
-            "stdout": writer.getvalue(),
-            "error": f"program printed more than {writer.limit} characters",
-        }
+        return b"E", f"program printed more than {writer.limit} characters"
     if len(text) > max_value_chars:
-        return {
-            "ok": False,
-            "value": None,
-            "stdout": writer.getvalue(),
-            "error": f"value repr longer than {max_value_chars} characters",
-        }
-    return {"ok": True, "value": text, "error": None, "stdout": writer.getvalue()}
+        return b"E", f"value repr longer than {max_value_chars} characters"
+    return b"V", text
 
 
 def describe(exc: BaseException) -> str:

@@ -14,8 +14,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from ._reply import MAX_REPLY_BYTES, UNREADABLE, ExecResult, checked_reply
 
 __all__ = ["ExecResult", "Executor", "ExecutorClosedError"]
 
@@ -24,27 +25,6 @@ _STARTUP_TIMEOUT = 60.0
 #: Extra seconds the executor waits for a fork server beyond the program's own timeout.
 _SERVER_GRACE = 5.0
 _MAX_JITTER = 16
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """What one sandboxed run produced.
-
-    Attributes:
-        ok: True when the program and the expression ran and the value's repr came back.
-        value: ``repr`` of the expression's value (compare with ``ast.literal_eval``, never
-            ``eval``), or None when ``ok`` is false.
-        error: ``"ExceptionType: message"``, ``"timed out"``, ``"killed by signal ..."`` and the
-            like; None when ``ok`` is true.
-        timed_out: True when the wall-clock timeout or the CPU limit stopped the program.
-        stdout: What the program printed (capped; printing past the cap fails the run).
-    """
-
-    ok: bool
-    value: str | None
-    error: str | None
-    timed_out: bool = False
-    stdout: str = ""
 
 
 class ExecutorClosedError(RuntimeError):
@@ -77,11 +57,14 @@ class _Server:
         self.rfd = self.proc.stdout.fileno()
         self.wfd = self.proc.stdin.fileno()
         hello = self.recv(time.monotonic() + _STARTUP_TIMEOUT)
-        if not hello or not hello.get("ready"):
+        if not isinstance(hello, dict) or hello.get("ready") is not True:
             self.kill()
             raise RuntimeError(f"redqueen.verifiers: fork server {_ZYGOTE} failed to start")
-        self.features: dict[str, bool] = hello["features"]
-        self.pid: int = hello["pid"]
+        features = hello.get("features")
+        self.features: dict[str, bool] = {
+            str(k): v is True for k, v in (features.items() if isinstance(features, dict) else ())
+        }
+        self.pid: int = hello.get("pid") if type(hello.get("pid")) is int else self.proc.pid
 
     def send(self, message: dict) -> None:
         data = json.dumps(message).encode()
@@ -89,13 +72,22 @@ class _Server:
         while data:
             data = data[os.write(self.wfd, data) :]
 
-    def recv(self, deadline: float) -> dict | None:
-        """Read one framed message; None on EOF or when the deadline passes."""
+    def recv(self, deadline: float) -> object:
+        """Read one framed message; None on EOF, when the deadline passes or on an oversized
+        frame; :data:`UNREADABLE` when the frame is not JSON. The message is not checked."""
         header = self._read(4, deadline)
         if header is None:
             return None
-        body = self._read(struct.unpack(">I", header)[0], deadline)
-        return None if body is None else json.loads(body)
+        size = struct.unpack(">I", header)[0]
+        if size > MAX_REPLY_BYTES:
+            return None
+        body = self._read(size, deadline)
+        if body is None:
+            return None
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError):
+            return UNREADABLE
 
     def _read(self, n: int, deadline: float) -> bytes | None:
         chunks = []
@@ -146,11 +138,14 @@ class Executor:
     instead of an interpreter launch. The child is confined by resource limits (address space,
     CPU, file size, no new processes), a wall-clock timeout that kills its whole process group,
     a private working directory (a 16 MiB tmpfs where mounts are permitted, emptied after any run
-    that wrote to it), an empty network namespace where permitted, Landlock (writes only inside
-    its directory) and a seccomp filter (no sockets, exec, fork, signals to others, metadata
-    changes), and a dropped root identity. :attr:`features` says which layers this host
-    supports (seccomp is x86-64 only). A crashed, killed or hostile program never takes the
-    executor down, and no process it started outlives :meth:`close`.
+    that wrote to it), empty network and IPC namespaces where permitted, Landlock (writes only
+    inside its directory, reads only there and in the interpreter's files) and a seccomp filter
+    (no sockets, exec, fork, SysV or POSIX IPC, signals to others, metadata changes), and a
+    dropped root identity. The fork server, not the program's process, decides each verdict
+    from one token-checked frame and the exit status, and every reply is type- and size-checked
+    here. :attr:`features` says which layers this host supports (seccomp is x86-64 only). A
+    crashed, killed or hostile program never takes the executor down, and no process or IPC
+    object it created outlives :meth:`close`.
 
     Example::
 
@@ -311,13 +306,7 @@ class Executor:
                     results[i] = ExecResult(False, None, "sandbox worker crashed", False)
                     self._restart(k)
                 else:
-                    results[i] = ExecResult(
-                        ok=bool(reply["ok"]),
-                        value=reply.get("value"),
-                        error=reply.get("error"),
-                        timed_out=bool(reply.get("timed_out", False)),
-                        stdout=reply.get("stdout", ""),
-                    )
+                    results[i] = checked_reply(reply, self._config)
             for k, (i, deadline) in list(busy.items()):
                 if deadline <= now and self._servers[k].rfd not in ready:
                     del busy[k]

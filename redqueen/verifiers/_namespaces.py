@@ -1,4 +1,4 @@
-"""Linux namespaces for the fork server: an empty network and a private tmpfs work directory.
+"""Linux namespaces for the fork server: empty network and IPC, a private tmpfs work directory.
 
 The fork server calls these once (network, mounts) or per work directory (tmpfs); its children
 inherit the namespaces. Each call reports whether the host allowed it, so the server can run
@@ -10,9 +10,10 @@ from __future__ import annotations
 import ctypes
 import os
 
-__all__ = ["mount_tmpfs", "private_mounts", "unmount", "unshare_network"]
+__all__ = ["mount_tmpfs", "private_mounts", "unmount", "unshare_ipc", "unshare_network"]
 
 _CLONE_NEWNS = 0x00020000
+_CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
@@ -43,6 +44,19 @@ def unshare_network() -> bool:
     except OSError:
         pass
     return True
+
+
+def unshare_ipc() -> bool:
+    """Move this process (and so every later child) into a private, empty IPC namespace.
+
+    SysV shared memory, message queues and semaphores, and POSIX message queues, created in it
+    are invisible to the host and are destroyed with the namespace's last process (the fork
+    server). Needs root, or the user namespace :func:`unshare_network` may have entered.
+
+    Returns:
+        Whether the process now has a private IPC namespace.
+    """
+    return _libc.unshare(_CLONE_NEWIPC) == 0
 
 
 def private_mounts() -> bool:

@@ -6,10 +6,14 @@ undone by a hostile program through ``object.__subclasses__()`` walks; the kerne
 installed here cannot, because a process can only add filters, never remove them.
 
 Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``EPERM``:
-process creation and ``exec``, sockets, signals to other processes, ``ptrace``, privilege and
-limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
+process creation and ``exec``, sockets, SysV and POSIX IPC, signals to other processes and
+handlers for signals a program can raise on itself,
+``ptrace``, privilege and limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
 (file creation, removal and writing are left to Landlock where it confines them to the sandbox
-directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13) limits filesystem writes to the private working directory.
+directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13)
+limits filesystem writes to the private working directory and reads to that directory and the
+interpreter's own files; where the kernel lacks Landlock, writes are refused by seccomp and
+reads fall back to file modes (the server reports ``read_confinement: False``).
 """
 
 from __future__ import annotations
@@ -55,7 +59,27 @@ _DENY_X86_64 = {
     "listen": 50,
     "accept": 43,
     "accept4": 288,
+    # SysV and POSIX IPC: objects outlive the process, pin host memory, and link runs
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "shmdt": 67,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "semtimedop": 220,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
     # signals and other processes
+    "timer_create": 222,
     "kill": 62,
     "tkill": 200,
     "tgkill": 234,
@@ -157,9 +181,20 @@ _FS_WRITE_X86_64 = {
     "symlinkat": 266,
     "renameat2": 316,
 }
-_NR_OPEN, _NR_OPENAT, _NR_IOCTL = 2, 257, 16
+_NR_OPEN, _NR_OPENAT = 2, 257
 _OPEN_WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND
-_TTY_INJECTION_IOCTLS = (0x5412, 0x541C)  # TIOCSTI, TIOCLINUX
+# Calls refused only for some values of one argument: syscall -> (argument index, values).
+_ARGUMENT_RULES = {
+    # ioctl: terminal input injection (TIOCSTI, TIOCLINUX).
+    16: (1, (0x5412, 0x541C)),
+    # rt_sigaction: no handler for a signal the program can raise on itself (timers, limits,
+    # faults, broken pipes, async I/O). A Python handler is handed the interrupted frame, whose
+    # callers hold the runner's state; the signals it may still handle (SIGTERM, SIGUSR1 ...)
+    # cannot reach it, since kill, timer_create and the fcntl calls below are refused.
+    13: (0, (4, 5, 6, 7, 8, 11, 13, 14, 17, 23, 24, 25, 26, 27, 29, 31)),
+    # fcntl: F_SETOWN, F_SETSIG, F_SETOWN_EX, F_SETLEASE, F_NOTIFY (signals on I/O or leases).
+    72: (1, (8, 10, 15, 1024, 1026)),
+}
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -198,7 +233,8 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
     if not allow_fs_writes:
         emit(_JEQ_K, _NR_OPEN, jt="open")
         emit(_JEQ_K, _NR_OPENAT, jt="openat")
-    emit(_JEQ_K, _NR_IOCTL, jt="ioctl")
+    for nr in _ARGUMENT_RULES:
+        emit(_JEQ_K, nr, jt=f"arg{nr}")
     emit(_RET_K, _RET_ALLOW)
     if not allow_fs_writes:
         for name, flags_arg in (("open", 1), ("openat", 2)):
@@ -206,11 +242,12 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
             emit(_LD_W_ABS, _arg_low(flags_arg))
             emit(_JSET_K, _OPEN_WRITE_FLAGS, jt="eperm")
             emit(_RET_K, _RET_ALLOW)
-    labels["ioctl"] = len(code)
-    emit(_LD_W_ABS, _arg_low(1))
-    for request in _TTY_INJECTION_IOCTLS:
-        emit(_JEQ_K, request, jt="eperm")
-    emit(_RET_K, _RET_ALLOW)
+    for nr, (index, values) in _ARGUMENT_RULES.items():
+        labels[f"arg{nr}"] = len(code)
+        emit(_LD_W_ABS, _arg_low(index))
+        for value in values:
+            emit(_JEQ_K, value, jt="eperm")
+        emit(_RET_K, _RET_ALLOW)
     labels["eperm"] = len(code)
     emit(_RET_K, _RET_EPERM)
 
@@ -280,7 +317,7 @@ _SCOPE_SIGNAL = 1 << 1
 
 
 class Landlock:
-    """Confines filesystem writes (and, on ABI >= 6, signals) of the calling process.
+    """Confines filesystem reads and writes (and, on ABI >= 6, signals) of the calling process.
 
     Args:
         abi: The kernel's Landlock ABI version (see :func:`landlock_abi`).
@@ -289,7 +326,7 @@ class Landlock:
     def __init__(self, abi: int) -> None:
         self.abi = abi
         self._libc = ctypes.CDLL(None, use_errno=True)
-        handled = _FS_EXECUTE | _FS_WRITE_FILE | _FS_MUTATIONS
+        handled = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_READ_DIR | _FS_MUTATIONS
         if abi >= 2:
             handled |= _FS_REFER
         if abi >= 3:
@@ -303,10 +340,15 @@ class Landlock:
         else:
             self._attr = struct.pack("Q", handled)
 
-    def prepare(self, writable_dir: str) -> int:
-        """Build a ruleset allowing writes only beneath ``writable_dir``; returns its fd.
+    def prepare(self, writable_dir: str, readable: tuple[str, ...] = ()) -> int:
+        """Build a ruleset: reads and writes beneath ``writable_dir``, reads beneath ``readable``.
 
+        Every other path can be neither read nor listed nor written, whatever its file mode.
         Building it once in the fork server leaves each child a single ``restrict`` call.
+
+        Args:
+            writable_dir: The sandbox's working directory.
+            readable: Directories that may be read (e.g. the interpreter's prefix).
 
         Raises:
             OSError: If a Landlock call fails.
@@ -316,15 +358,29 @@ class Landlock:
         fd = syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, ctypes.c_size_t(len(self._attr)), 0)
         if fd < 0:
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-        dir_fd = os.open(writable_dir, os.O_PATH | os.O_CLOEXEC)
+        rules = [(writable_dir, self.allowed_beneath)]
+        rules += [(path, _FS_READ_FILE | _FS_READ_DIR) for path in readable]
         try:
-            rule = struct.pack("=Qi", self.allowed_beneath, dir_fd)
-            if syscall(_SYS_LANDLOCK_ADD_RULE, fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0) != 0:
-                os.close(fd)
-                raise OSError(ctypes.get_errno(), "landlock_add_rule failed")
+            for path, access in rules:
+                self._add_rule(int(fd), path, access)
+        except OSError:
+            os.close(fd)
+            raise
+        return int(fd)
+
+    def _add_rule(self, ruleset_fd: int, path: str, access: int) -> None:
+        dir_fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            rule = struct.pack("=Qi", access, dir_fd)
+            if (
+                self._libc.syscall(
+                    _SYS_LANDLOCK_ADD_RULE, ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0
+                )
+                != 0
+            ):
+                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
         finally:
             os.close(dir_fd)
-        return int(fd)
 
     def restrict_warm_up(self) -> None:
         """Make harmless calls (a restrict on an invalid fd) so later calls start warm."""

@@ -7,6 +7,7 @@ sandbox (:class:`~redqueen.verifiers.Executor`) holds even against programs that
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -116,6 +117,32 @@ BANNED_CALLS = frozenset(
     }
 )
 _ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+#: Banned modules that other modules hold as attributes (``typing.sys``, ``collections._sys``,
+#: ``random._os``): reaching one through an attribute is as good as importing it. Module names
+#: that are also everyday attribute names (``time``, ``random``, ``code`` ...) count only in
+#: their private spelling (``_time``). ``modules`` is ``sys.modules``.
+_REACHED_MODULES = frozenset(
+    (
+        "os sys subprocess socket shutil threading multiprocessing ctypes importlib builtins gc "
+        "inspect pickle marshal posix runpy zipimport faulthandler tracemalloc weakref atexit "
+        "sysconfig tempfile pty fcntl mmap modules"
+    ).split()
+)
+#: Attributes that reach an interpreter's frames, code or tracing (how a program reads or
+#: rewrites the runner around it).
+_INTROSPECTION_ATTRIBUTES = frozenset(
+    (
+        "_exit _getframe _current_frames f_back f_globals f_locals f_builtins f_code f_trace "
+        "tb_frame tb_next gi_frame gi_code cr_frame cr_code ag_frame ag_code co_consts co_code "
+        "settrace setprofile"
+    ).split()
+)
+#: Names that only an import (banned) or a reach-through binds.
+_MODULE_NAMES = frozenset({"os", "sys", "gc", "ctypes", "builtins", "importlib", "inspect"})
+_FORMAT_FIELD = re.compile(r"\{([^{}:!]*)")
+_FIELD_SEPARATORS = re.compile(r"[.\[\]]")
+#: Callables that turn a string into an attribute access.
+_ATTRIBUTE_GETTERS = frozenset({"attrgetter", "methodcaller"})
 _ALLOWED_DUNDERS = frozenset(
     {
         "__init__",
@@ -210,6 +237,16 @@ def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
 
 
+def _reaches_module(name: str) -> bool:
+    """Whether attribute ``name`` is how modules commonly hold a banned module."""
+    if name in _REACHED_MODULES:
+        return True
+    bare = name.lstrip("_")
+    return (
+        name.startswith("_") and not _is_dunder(name) and bare in BANNED_MODULES | _REACHED_MODULES
+    )
+
+
 class _BanChecker(ast.NodeVisitor):
     """Walks a program's AST and records the first banned construct."""
 
@@ -235,16 +272,23 @@ class _BanChecker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in BANNED_CALLS:
             self._flag(RejectReason.BANNED_CALL, f"use of banned name {node.id!r}")
+        elif node.id in _MODULE_NAMES:
+            self._flag(RejectReason.BANNED_IMPORT, f"use of banned module name {node.id!r}")
         elif _is_dunder(node.id) and node.id != "__name__":
             self._flag(RejectReason.DUNDER_ACCESS, f"use of dunder name {node.id!r}")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if _is_dunder(node.attr) and node.attr not in _ALLOWED_DUNDERS:
-            self._flag(RejectReason.DUNDER_ACCESS, f"access to attribute {node.attr!r}")
-        elif node.attr.startswith("_") and node.attr in ("_exit", "_getframe", "_current_frames"):
-            self._flag(RejectReason.BANNED_CALL, f"access to attribute {node.attr!r}")
+        self._check_attribute_name(node.attr, "access to attribute")
         self.generic_visit(node)
+
+    def _check_attribute_name(self, name: str, what: str) -> None:
+        if _reaches_module(name):
+            self._flag(RejectReason.BANNED_IMPORT, f"{what} {name!r} (a banned module)")
+        elif name in _INTROSPECTION_ATTRIBUTES:
+            self._flag(RejectReason.BANNED_CALL, f"{what} {name!r}")
+        elif _is_dunder(name) and name not in _ALLOWED_DUNDERS:
+            self._flag(RejectReason.DUNDER_ACCESS, f"{what} {name!r}")
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -256,6 +300,22 @@ class _BanChecker(ast.NodeVisitor):
                 self._flag(
                     RejectReason.DUNDER_ACCESS, f"{func.id}() of private attribute {name.value!r}"
                 )
+            else:
+                self._check_attribute_name(name.value, f"{func.id}() of attribute")
+        getter = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if getter in _ATTRIBUTE_GETTERS:
+            # attrgetter takes names only; methodcaller a name, then the method's arguments.
+            names = node.args if getter == "attrgetter" else node.args[:1]
+            for arg in names:
+                if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    self._flag(RejectReason.BANNED_CALL, f"{getter}() with a computed name")
+                    continue
+                for part in arg.value.split("."):
+                    if part.startswith("_"):
+                        self._flag(
+                            RejectReason.DUNDER_ACCESS, f"{getter}() of private attribute {part!r}"
+                        )
+                    self._check_attribute_name(part, f"{getter}() of attribute")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -281,6 +341,11 @@ class _BanChecker(ast.NodeVisitor):
             )
         ):
             self._flag(RejectReason.DUNDER_ACCESS, "string constant naming a dunder attribute")
+        elif isinstance(node.value, str) and "{" in node.value:
+            # str.format fields read attributes: "{0.__traceback__.tb_frame}".format(error).
+            for field in _FORMAT_FIELD.findall(node.value):
+                for part in _FIELD_SEPARATORS.split(field)[1:]:
+                    self._check_attribute_name(part, "format field reaching attribute")
 
 
 def check_source(program: str, *, max_source_chars: int = MAX_SOURCE_CHARS) -> Validation:

@@ -154,6 +154,8 @@ def _judge(
             if (a.error or "").startswith("value repr longer"):
                 return reject(RejectReason.OUTPUT_TOO_LARGE, f"input {i}: {a.error}")
             return reject(RejectReason.RUNTIME_ERROR, f"input {i}: {a.error}")
+        if not isinstance(a.value, str) or not isinstance(b.value, str):
+            return reject(RejectReason.RUNTIME_ERROR, f"input {i}: malformed result (no value)")
         if len(a.value) > max_output_chars:
             return reject(
                 RejectReason.OUTPUT_TOO_LARGE,

@@ -7,9 +7,10 @@ stdout in the same framing. Each request runs in a fresh child forked from this 
 start-up costs a fork instead of an interpreter launch, and a crash or kill of one program
 never touches the server.
 
-What the child does before the program runs is in ``_child.py``. The server also moves itself
-into an empty network namespace and a private mount namespace (where allowed), so every child
-inherits them, and holds a requested number of heap blocks across each fork so that the child's
+What the child does before the program runs is in ``_child.py``; how the server judges what the
+child sends back is in ``_verdict.py`` (the server, which never runs program code, decides every
+verdict). The server also moves itself into an empty network namespace, a private IPC namespace
+and a private mount namespace (where allowed), so every child inherits them, and holds a requested number of heap blocks across each fork so that the child's
 fresh objects land at shifted addresses (``id()``- and ``hash()``-dependent programs then
 differ between runs).
 
@@ -32,12 +33,14 @@ import sys
 
 if __package__:
     from ._child import CappedWriter, refuse_socket, run_child
-    from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_network
+    from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
+    from ._verdict import new_token, verdict
 else:  # run as a script: the sibling modules are importable from the script's directory
     from _child import CappedWriter, refuse_socket, run_child
-    from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_network
+    from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
+    from _verdict import new_token, verdict
 
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
 # that import ``threading`` or ``random`` stay out: their at-fork hooks make every fork dearer.
@@ -111,6 +114,8 @@ class Zygote:
         self.temp_root = str(config["temp_root"])
         self.is_root = os.geteuid() == 0
         self.netns = unshare_network()
+        self.ipcns = unshare_ipc()  # SysV objects and POSIX queues die with the server
+        self.readable = readable_paths(config.get("preload", ()))
         abi = landlock_abi()
         self.landlock = Landlock(abi) if abi >= 1 else None
         program = build_filter(allow_fs_writes=self.landlock is not None)
@@ -141,11 +146,13 @@ class Zygote:
         self.features = {
             "fork_server": True,
             "network_namespace": self.netns,
+            "ipc_namespace": self.ipcns,
             "landlock": self.landlock is not None and self._probe(self._probe_landlock),
             "seccomp": self.seccomp is not None and self._probe(self.seccomp.install),
             "drop_root": self.is_root and self._probe(_drop_root),
             "workdir_tmpfs": self.tmpfs,
             "socket_refused": True,
+            "introspection_sealed": True,
             "rlimits": True,
         }
         self.drop_root = self.features["drop_root"]
@@ -153,6 +160,7 @@ class Zygote:
             self.seccomp = None
         if not self.features["landlock"]:
             self._disable_landlock()
+        self.features["read_confinement"] = self.landlock is not None
         self._warm_up()
 
     def _disable_landlock(self) -> None:
@@ -179,7 +187,7 @@ class Zygote:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _probe_landlock(self) -> None:
-        self.landlock.restrict(self.landlock.prepare(self.temp_root))
+        self.landlock.restrict(self.landlock.prepare(self.temp_root, self.readable))
 
     def _fresh_workdir(self) -> None:
         """(Re)create the private working directory and its Landlock ruleset."""
@@ -197,7 +205,7 @@ class Zygote:
             os.chown(self.workdir, _NOBODY, _NOBODY)
         if self.landlock is not None:
             try:
-                self.ruleset_fd = self.landlock.prepare(self.workdir)
+                self.ruleset_fd = self.landlock.prepare(self.workdir, self.readable)
             except OSError:
                 self._disable_landlock()
 
@@ -248,6 +256,7 @@ class Zygote:
         # (and cost the child nothing); the server frees them once the child is gone.
         self._jitter(int(request.get("jitter", 0)))
         writer = CappedWriter(self.max_stdout_chars)
+        token = new_token()  # a local only: no container gc could list holds it
         rfd, wfd = os.pipe()
         try:
             self.pipe_capacity = fcntl.fcntl(wfd, _F_SETPIPE_SZ, _PIPE_CAPACITY)
@@ -256,17 +265,17 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # child: never returns
             os.close(rfd)
-            run_child(self, wfd, request, writer)
+            run_child(self, wfd, request, writer, token)
         os.close(wfd)
         try:
-            return self._collect(pid, rfd, timeout)
+            return self._collect(pid, rfd, timeout, token)
         finally:
             os.close(rfd)
             self._jitter(0)
             if os.listdir(self.workdir):
                 self._fresh_workdir()
 
-    def _collect(self, pid: int, rfd: int, timeout: float) -> dict:
+    def _collect(self, pid: int, rfd: int, timeout: float, token: bytes) -> dict:
         """Wait for the child (killing its group at the deadline), then read its result.
 
         While the child lives this process blocks in one ``waitpid``: every page it wrote now
@@ -295,54 +304,30 @@ class Zygote:
             except ChildProcessError:  # reaped just as the alarm fired
                 status = 0
         if timed_out:
-            return {"ok": False, "value": None, "error": "timed out", "timed_out": True}
+            return {
+                "ok": False,
+                "value": None,
+                "error": "timed out",
+                "stdout": "",
+                "timed_out": True,
+            }
         chunks = []
         while True:
             chunk = os.read(rfd, 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
-        return self._interpret(b"".join(chunks), status)
+        return verdict(
+            b"".join(chunks),
+            status,
+            token,
+            max_value_chars=self.max_value_chars,
+            max_stdout_chars=self.max_stdout_chars,
+        )
 
     def _on_alarm(self, signum: int, frame: object) -> None:
         if self.waiting:
             raise _Deadline
-
-    @staticmethod
-    def _interpret(data: bytes, status: int) -> dict:
-        try:
-            result = json.loads(data) if data else None
-        except ValueError:
-            result = None
-        if isinstance(result, dict) and set(result) == {"ok", "value", "error", "stdout"}:
-            result["timed_out"] = False
-            return result
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            if sig == signal.SIGXCPU:
-                return {
-                    "ok": False,
-                    "value": None,
-                    "error": "CPU time limit exceeded",
-                    "timed_out": True,
-                }
-            try:
-                name = signal.Signals(sig).name
-            except ValueError:
-                name = str(sig)
-            return {
-                "ok": False,
-                "value": None,
-                "error": f"killed by signal {name}",
-                "timed_out": False,
-            }
-        code = os.waitstatus_to_exitcode(status)
-        return {
-            "ok": False,
-            "value": None,
-            "timed_out": False,
-            "error": f"program exited (status {code}) without a result",
-        }
 
     def _jitter(self, blocks: int) -> None:
         """Hold ``blocks`` objects in each small size class (0 releases them)."""
@@ -354,6 +339,22 @@ class Zygote:
         held = [[object() for _ in span], [float(i) + 0.5 for i in span]]
         held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
         self.held = held
+
+
+def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Directories a child may read (Landlock): the interpreter's prefixes and import path.
+
+    The modules a program imports are pre-imported by the server, so the children read little;
+    this covers lazy imports inside the standard library (codecs, for one). Everything else,
+    including every home directory, stays unreadable even where file modes would allow it.
+    """
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path]
+    for name in (*PRELOAD, *preload):
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if path:
+            candidates.append(os.path.dirname(path))
+    found = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
+    return tuple(sorted(found))
 
 
 def _drop_root() -> None:

