@@ -9,7 +9,7 @@ are the same code, kept here once.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import torch
@@ -25,6 +25,7 @@ from redqueen.environments._codegame import (
     verify,
 )
 from redqueen.environments.base import Environment, StepRecord
+from redqueen.environments.task_buffer import buffer_size
 
 
 class CodeGameEnv(Environment):
@@ -36,9 +37,16 @@ class CodeGameEnv(Environment):
     """
 
     def _play(
-        self, pairs: Sequence[tuple[str, str]], step: int, *, proposer_role: str, solver_role: str
+        self,
+        pairs: Sequence[tuple[str, str]],
+        step: int,
+        *,
+        proposer_role: str,
+        solver_role: str,
+        frozen: Collection[str] = (),
     ) -> tuple[list[PlayedTask], dict[str, Any]]:
-        """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs."""
+        """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs; the
+        ``frozen`` adapters (hall-of-fame members) play but do not learn."""
         propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
         played = propose(
             self.host,
@@ -52,7 +60,9 @@ class CodeGameEnv(Environment):
         verify(played, self.executor, self.buffer)
         solve(self.host, played, self.settings, seed=solve_seed)
         grade(played, self.executor, self.teacher_reward, self.student_reward)
-        stats = learn(self.learner, played, proposer_role=proposer_role, solver_role=solver_role)
+        stats = learn(
+            self.learner, played, proposer_role=proposer_role, solver_role=solver_role, frozen=frozen
+        )
         return played, stats
 
     def _record(
@@ -71,7 +81,7 @@ class CodeGameEnv(Environment):
         metrics.update(step_metrics(played, self.settings.task_types))
         metrics.update(self.book.population_metrics(roles))
         metrics["coverage"] = float(len(self.signatures))
-        metrics["buffer_size"] = float(len(self.buffer))
+        metrics["buffer_size"] = buffer_size(self.buffer)
         metrics["learner_skipped"] = float(
             sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import numpy as np
@@ -10,10 +11,11 @@ import torch
 
 from redqueen.environments.base import ENVIRONMENTS
 from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.evo import ReplacementConfig
 from redqueen.fitness import TeacherReward
 
-SMALL = dict(teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3, replace_every=2,
-             operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="tournament")
+REPLACEMENT = ReplacementConfig(replace_every=2, operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="tournament")
+SMALL = dict(teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3, replacement=REPLACEMENT)
 
 
 def _strip(metrics):
@@ -77,7 +79,8 @@ def test_seeded_and_resumes_bit_for_bit():
 
 
 def test_students_learn_their_tasks():
-    env = SurrogateEnv(seed=0, replace_every=0, learn=True, **{k: v for k, v in SMALL.items() if k != "replace_every"})
+    small = {**SMALL, "replacement": dataclasses.replace(REPLACEMENT, replace_every=0)}
+    env = SurrogateEnv(seed=0, learn=True, **small)
     before = np.mean([env.evaluate(s.genome)["error"] for s in env.population.members("student")])
     for _ in range(6):
         env.step()
