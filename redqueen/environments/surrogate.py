@@ -226,8 +226,7 @@ class SurrogateEnv(Environment):
             seen[key] = _Seen()  # a frozen opponent: recorded, never trained
         for (tid, sid), probe, (tasks, valid, answers, err) in zip(pairs, probes, games, strict=True):
             seen[tid].partner = sid
-            statuses = np.where(~torch.isfinite(answers).all(2).numpy() | (answers.abs().amax(2) > 10).numpy(),
-                                "unparseable", np.where((err < self.tolerance).numpy(), "correct", "wrong"))
+            statuses = self._statuses(answers, err)
             rates = []
             for j in range(self.n_tasks):
                 ok = bool(valid[j])
@@ -281,6 +280,26 @@ class SurrogateEnv(Environment):
             answers = self.forward(tasks, student) + self.answer_noise * noise  # (answers, tasks, d)
             err = (answers - self.solution(tasks)).abs().amax(dim=2)
         return tasks, valid, answers, err
+
+    def _statuses(self, answers: torch.Tensor, err: torch.Tensor) -> np.ndarray:
+        """Status of each answer, ``(answers, tasks)``: unparseable, correct or wrong."""
+        return np.where(~torch.isfinite(answers).all(2).numpy() | (answers.abs().amax(2) > 10).numpy(),
+                        "unparseable", np.where((err < self.tolerance).numpy(), "correct", "wrong"))
+
+    def play_matches(self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int) -> list[float]:
+        """Play ``(teacher genome, student genome)`` matches outside the run (no learning, no
+        ratings, no state touched); returns each student's score in [0, 1] as the ratings
+        see it: the mean solve rate of the valid tasks (1 when the teacher posed none)."""
+        gen = torch.Generator().manual_seed(int(seed))
+        scores = []
+        for teacher, student in pairs:
+            probe = torch.randn(self.n_tasks, self.dim, generator=gen)
+            noise = torch.randn(self.n_answers, self.n_tasks, self.dim, generator=gen)
+            _, valid, answers, err = self.play(teacher, student, probe, noise)
+            statuses = self._statuses(answers, err)
+            rates = [float((statuses[:, j] == "correct").mean()) for j in range(self.n_tasks) if bool(valid[j])]
+            scores.append(float(np.mean(rates)) if rates else 1.0)
+        return scores
 
     def update(self, role: str, genome: LoRAGenome, partner: LoRAGenome | None,
                probes: list[torch.Tensor], tasks: list[torch.Tensor]) -> LoRAGenome:

@@ -124,7 +124,7 @@ class RatingSystem:
         elif score > opponent_score:
             [[new], _] = self._model.rate([[rated], [frozen]], ranks=[0, 1])
         else:
-            _, [[new]] = self._model.rate([[frozen], [rated]], ranks=[0, 1])
+            _, [new] = self._model.rate([[frozen], [rated]], ranks=[0, 1])
         self._ratings[id] = (float(new.mu), float(new.sigma))
 
     def record(self, winner: str, loser: str, draw: bool = False) -> None:
