@@ -63,7 +63,11 @@ class CodeGameEnv(Environment):
         solve(self.host, played, self.settings, seed=solve_seed)
         grade(played, self.executor, self.teacher_reward, self.student_reward)
         stats = learn(
-            self.learner, played, proposer_role=proposer_role, solver_role=solver_role, frozen=frozen
+            self.learner,
+            played,
+            proposer_role=proposer_role,
+            solver_role=solver_role,
+            frozen=frozen,
         )
         return played, stats
 
@@ -135,7 +139,13 @@ class CodeGameEnv(Environment):
         try:
             buffer = TaskBuffer(capacity=self.settings.buffer_size)
             played = propose(
-                self.host, keys, buffer, self.settings, step=0, py_rng=random.Random(seed), seed=seed
+                self.host,
+                keys,
+                buffer,
+                self.settings,
+                step=0,
+                py_rng=random.Random(seed),
+                seed=seed,
             )
             verify(played, self.executor, buffer)
             solve(self.host, played, self.settings, seed=seed + 1)

@@ -18,10 +18,10 @@ import torch
 from redqueen.environments._codegame import PlayedTask, member_stats
 from redqueen.evo import EvolutionLoop, Individual, Lineage, Population
 from redqueen.fitness import (
-    conservative_rating,
     Objectives,
     RatingSystem,
     behavioural_diversity,
+    conservative_rating,
     genotypic_diversity,
     novelty_scores,
 )

@@ -24,13 +24,13 @@ import torch
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.evo import EvolutionLoop, Individual, Lineage, Population, ReplacementConfig
 from redqueen.fitness import (
-    conservative_rating,
     Objectives,
     PFSPMatchmaker,
     RatingSystem,
     StudentReward,
     TeacherReward,
     behavioural_diversity,
+    conservative_rating,
     genotypic_diversity,
 )
 from redqueen.genomes import LoRAGenome

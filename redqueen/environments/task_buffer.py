@@ -114,7 +114,11 @@ class TaskBuffers:
     """
 
     def __init__(
-        self, *, capacity: int, owners: Iterable[str] = (), seed: Iterable[Triplet] = (IDENTITY_TRIPLET,)
+        self,
+        *,
+        capacity: int,
+        owners: Iterable[str] = (),
+        seed: Iterable[Triplet] = (IDENTITY_TRIPLET,),
     ) -> None:
         if capacity < 1:
             raise ValueError(f"TaskBuffers.capacity must be >= 1, got {capacity}")

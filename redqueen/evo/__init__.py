@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-from redqueen.evo._individual import Fitness, Individual
 from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
+from redqueen.evo._individual import Fitness, Individual
 from redqueen.evo._lineage import Lineage, LineageRecord
 from redqueen.evo._loop import EvolutionLoop, MemberListener
 from redqueen.evo._population import Population

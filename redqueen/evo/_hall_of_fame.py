@@ -115,7 +115,9 @@ class HallOfFame:
                         {
                             "id": m.id,
                             "role": m.role,
-                            "genome": m.genome.state_dict() if hasattr(m.genome, "state_dict") else m.genome,
+                            "genome": m.genome.state_dict()
+                            if hasattr(m.genome, "state_dict")
+                            else m.genome,
                             "rating": None if m.rating is None else list(m.rating),
                         }
                         for m in members
@@ -138,8 +140,12 @@ class HallOfFame:
                     row["id"],
                     row["role"],
                     int(step),
-                    LoRAGenome.from_state_dict(row["genome"]) if isinstance(row["genome"], Mapping) else row["genome"],
-                    None if row["rating"] is None else (float(row["rating"][0]), float(row["rating"][1])),
+                    LoRAGenome.from_state_dict(row["genome"])
+                    if isinstance(row["genome"], Mapping)
+                    else row["genome"],
+                    None
+                    if row["rating"] is None
+                    else (float(row["rating"][0]), float(row["rating"][1])),
                 )
                 for row in rows
             ]

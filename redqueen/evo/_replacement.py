@@ -59,7 +59,9 @@ class ReplacementConfig:
     selection: str = "tournament"
     selection_params: Mapping[str, Any] = field(default_factory=dict)
     ranking: str = "rating_lcb"
-    operators: Mapping[str, float] = field(default_factory=lambda: {"svd_merge": 0.5, "gaussian": 0.5})
+    operators: Mapping[str, float] = field(
+        default_factory=lambda: {"svd_merge": 0.5, "gaussian": 0.5}
+    )
     operator_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     elitism: int = 0
     newborn: str = "survivor"
@@ -74,7 +76,9 @@ class ReplacementConfig:
         if not 0.0 <= self.cull_fraction <= 1.0:
             raise ValueError(f"cull_fraction: must be in [0, 1], got {self.cull_fraction}")
         if self.newborn not in NEWBORN_RULES:
-            raise ValueError(f"newborn: must be one of {', '.join(NEWBORN_RULES)}, got {self.newborn!r}")
+            raise ValueError(
+                f"newborn: must be one of {', '.join(NEWBORN_RULES)}, got {self.newborn!r}"
+            )
         if not self.operators:
             raise ValueError("operators: at least one operator is needed")
         for name, weight in self.operators.items():
@@ -129,4 +133,6 @@ def _genome_is_finite(genome: Any) -> bool:
     items = getattr(genome, "items", None)
     if items is None:
         return True
-    return all(bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all()) for _, (a, b) in items())
+    return all(
+        bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all()) for _, (a, b) in items()
+    )

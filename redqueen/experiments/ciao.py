@@ -59,7 +59,9 @@ def _seats(snapshots: dict[int, list[SnapshotMember]]) -> tuple[str, str]:
     for proposers, solvers in _SEATS:
         if set(proposers) | set(solvers) <= roles:
             return proposers[0], solvers[0]
-    raise ValueError(f"snapshots: roles {sorted(roles)} have no proposer and solver seats (teacher/student or solo)")
+    raise ValueError(
+        f"snapshots: roles {sorted(roles)} have no proposer and solver seats (teacher/student or solo)"
+    )
 
 
 def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0) -> CiaoResult:
@@ -105,15 +107,21 @@ def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0
         for j, column_step in enumerate(steps):
             solvers = genomes(column_step, solver_role)
             if not proposers or not solvers:
-                raise ValueError(f"snapshots/step_{row_step:05d} or step_{column_step:05d}: a seat is empty")
+                raise ValueError(
+                    f"snapshots/step_{row_step:05d} or step_{column_step:05d}: a seat is empty"
+                )
             n = pairs or max(len(proposers), len(solvers))
-            matches.extend((proposers[k % len(proposers)], solvers[k % len(solvers)]) for k in range(n))
+            matches.extend(
+                (proposers[k % len(proposers)], solvers[k % len(solvers)]) for k in range(n)
+            )
             cells.append((i, j, n))
     env = build_environment(load_config(str(run_dir.config_path)))
     try:
         play = getattr(env, "play_matches", None)
         if not callable(play):
-            raise ValueError(f"environment.name: {type(env).__name__} cannot play matches outside a run")
+            raise ValueError(
+                f"environment.name: {type(env).__name__} cannot play matches outside a run"
+            )
         scores = play(matches, seed=seed)
     finally:
         env.close()
@@ -122,7 +130,9 @@ def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0
     for i, j, n in cells:
         matrix[i, j] = float(np.mean(scores[offset : offset + n]))
         offset += n
-    return CiaoResult(steps, proposer_role, solver_role, matrix.tolist(), int(pairs or cells[0][2]), int(seed))
+    return CiaoResult(
+        steps, proposer_role, solver_role, matrix.tolist(), int(pairs or cells[0][2]), int(seed)
+    )
 
 
 def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
@@ -134,7 +144,11 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
 
     run_path = Path(run_path)
     json_path = run_path / "ciao.json"
-    json_path.write_text(json.dumps({**asdict(result), "rows": "proposer snapshot", "columns": "solver snapshot"}, indent=1))
+    json_path.write_text(
+        json.dumps(
+            {**asdict(result), "rows": "proposer snapshot", "columns": "solver snapshot"}, indent=1
+        )
+    )
     matrix = np.asarray(result.solver_score)
     size = 2.0 + 0.6 * len(result.steps)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
@@ -146,8 +160,18 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
     ax.set_ylabel(f"{result.proposer_role}s frozen at step")
     if len(labels) <= 12:
         for (i, j), value in np.ndenumerate(matrix):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="w" if value < 0.6 else "k", fontsize=8)
-    fig.colorbar(image, ax=ax, label=f"{result.solver_role} score (1 - {result.proposer_role} score)")
+            ax.text(
+                j,
+                i,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                color="w" if value < 0.6 else "k",
+                fontsize=8,
+            )
+    fig.colorbar(
+        image, ax=ax, label=f"{result.solver_role} score (1 - {result.proposer_role} score)"
+    )
     ax.set_title("CIAO: every generation against every other")
     fig.tight_layout()
     plot_path = run_path / "plots" / "ciao.png"
@@ -163,8 +187,12 @@ def _fail(message: str) -> typer.Exit:
 
 
 def ciao_command(
-    run_dir: Path = typer.Argument(..., help="Run directory with snapshots/ (evolution.snapshot_every > 0)."),
-    pairs: int | None = typer.Option(None, "--pairs", min=1, help="Matches per cell (default: one per member)."),
+    run_dir: Path = typer.Argument(
+        ..., help="Run directory with snapshots/ (evolution.snapshot_every > 0)."
+    ),
+    pairs: int | None = typer.Option(
+        None, "--pairs", min=1, help="Matches per cell (default: one per member)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the matches."),
 ) -> None:
     """CIAO matrix: members saved at snapshots against each other's generations; writes ciao.json and plots/ciao.png."""

@@ -179,12 +179,18 @@ class EvolutionConfig(_Section):
     replace_every: int = Field(default_factory=_replacement_default("replace_every"))
     cull_fraction: float = Field(default_factory=_replacement_default("cull_fraction"))
     selection: str = Field(default_factory=_replacement_default("selection"))
-    selection_params: dict[str, Any] = Field(default_factory=_replacement_default("selection_params"))
+    selection_params: dict[str, Any] = Field(
+        default_factory=_replacement_default("selection_params")
+    )
     ranking: str = Field(default_factory=_replacement_default("ranking"))
     operators: dict[str, float] = Field(default_factory=_replacement_default("operators"))
-    operator_params: dict[str, dict[str, Any]] = Field(default_factory=_replacement_default("operator_params"))
+    operator_params: dict[str, dict[str, Any]] = Field(
+        default_factory=_replacement_default("operator_params")
+    )
     elitism: int = Field(default_factory=_replacement_default("elitism"))
-    newborn: Literal["survivor", "parents", "fresh"] = Field(default_factory=_replacement_default("newborn"))
+    newborn: Literal["survivor", "parents", "fresh"] = Field(
+        default_factory=_replacement_default("newborn")
+    )
     grace: int = Field(default_factory=_replacement_default("grace"))
     snapshot_every: int = Field(default_factory=_replacement_default("snapshot_every"))
     hall_of_fame: int = Field(default_factory=_replacement_default("hall_of_fame"))

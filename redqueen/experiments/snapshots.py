@@ -55,7 +55,9 @@ class SnapshotMember:
         try:
             return LoRAGenome.from_peft(self.path)
         except Exception as error:  # corrupt or foreign files: name the folder
-            raise ValueError(f"{self.path}: cannot read the adapter ({type(error).__name__}: {error})") from None
+            raise ValueError(
+                f"{self.path}: cannot read the adapter ({type(error).__name__}: {error})"
+            ) from None
 
 
 def snapshot_dir(run_path: str | os.PathLike[str], step: int) -> Path:
@@ -88,9 +90,18 @@ def write_snapshots(
         staging.mkdir(parents=True)
         index = []
         for member in members:
-            member.genome.save_peft(staging / member.id, base_model=base_model or getattr(member.genome, "base_model", None))
-            rating = None if member.rating is None else [float(member.rating[0]), float(member.rating[1])]
-            index.append({"id": member.id, "role": member.role, "step": int(step), "rating": rating})
+            member.genome.save_peft(
+                staging / member.id,
+                base_model=base_model or getattr(member.genome, "base_model", None),
+            )
+            rating = (
+                None
+                if member.rating is None
+                else [float(member.rating[0]), float(member.rating[1])]
+            )
+            index.append(
+                {"id": member.id, "role": member.role, "step": int(step), "rating": rating}
+            )
         (staging / _INDEX).write_text(json.dumps(index, indent=1))
         os.replace(staging, target)
         written.append(int(step))
@@ -120,12 +131,16 @@ def read_snapshots(run_path: str | os.PathLike[str]) -> dict[int, list[SnapshotM
                     str(row["role"]),
                     step,
                     folder / str(row["id"]),
-                    None if row["rating"] is None else (float(row["rating"][0]), float(row["rating"][1])),
+                    None
+                    if row["rating"] is None
+                    else (float(row["rating"][0]), float(row["rating"][1])),
                 )
                 for row in rows
             ]
         except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
-            raise ValueError(f"{index_path}: not a snapshot index ({type(error).__name__}: {error})") from None
+            raise ValueError(
+                f"{index_path}: not a snapshot index ({type(error).__name__}: {error})"
+            ) from None
         for member in members:
             if not member.path.is_dir():
                 raise ValueError(f"{member.path}: adapter folder listed in {index_path} is missing")

@@ -11,8 +11,15 @@ from redqueen.evo import ReplacementConfig
 from redqueen.fitness import PFSPMatchmaker
 
 SMALL = dict(
-    teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3,
-    replacement=ReplacementConfig(replace_every=2, snapshot_every=1, hall_of_fame=2, operators={"gaussian": 1.0}),
+    teachers=3,
+    students=3,
+    rank=2,
+    alpha=4.0,
+    tasks_per_teacher=4,
+    answers_per_task=3,
+    replacement=ReplacementConfig(
+        replace_every=2, snapshot_every=1, hall_of_fame=2, operators={"gaussian": 1.0}
+    ),
 )
 
 
@@ -39,11 +46,17 @@ def test_past_members_play_frozen_and_unrated():
         before = {key: _weights(m.genome) for key, m in _hall(env).items()}
         seen.update(before)
         record = env.step()
-        met |= {name for row in record.tasks for name in (row["teacher"], row["student"]) if "@" in name}
-        assert all("@" not in row["id"] for row in record.ratings)  # frozen members carry no rating row
+        met |= {
+            name for row in record.tasks for name in (row["teacher"], row["student"]) if "@" in name
+        }
+        assert all(
+            "@" not in row["id"] for row in record.ratings
+        )  # frozen members carry no rating row
         for key, m in _hall(env).items():
             if key in before:  # a frozen member that may have just played: never trained
-                assert all(torch.equal(x, y) for x, y in zip(before[key], _weights(m.genome), strict=True))
+                assert all(
+                    torch.equal(x, y) for x, y in zip(before[key], _weights(m.genome), strict=True)
+                )
     assert met and met <= set(seen)
     assert env.evolution.hall.steps == [3, 4]  # the newest two snapshots
 

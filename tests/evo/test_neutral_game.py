@@ -26,13 +26,18 @@ def _cull_counts(newborn: str, seed: int = 0) -> dict[int, list[int]]:
     """Age (replacement rounds lived, 3 meaning 3 or more) -> [culled, seen]."""
     pop, lineage, ratings = Population(roles=("teacher", "student")), Lineage(), RatingSystem()
     config = ReplacementConfig(
-        replace_every=STEPS_PER_ROUND, newborn=newborn, operators={"gaussian": 1.0}, snapshot_every=0
+        replace_every=STEPS_PER_ROUND,
+        newborn=newborn,
+        operators={"gaussian": 1.0},
+        snapshot_every=0,
     )
     loop = EvolutionLoop(pop, lineage, config, seed)
     gen = torch.Generator().manual_seed(seed)
     for role in ("teacher", "student"):
         for _ in range(SIZE):
-            genome = LoRAGenome.random({"m": (2, 2)}, rank=1, alpha=1.0, rng=gen, init="gaussian", std=0.1)
+            genome = LoRAGenome.random(
+                {"m": (2, 2)}, rank=1, alpha=1.0, rng=gen, init="gaussian", std=0.1
+            )
             loop.found(Individual(pop.new_id(role), role, genome), ratings)
     rng, matchmaker = np.random.default_rng(seed + 1), PFSPMatchmaker()
     counts: dict[int, list[int]] = {}

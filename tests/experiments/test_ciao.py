@@ -38,9 +38,15 @@ def test_ciao_plays_every_snapshot_against_every_other(tmp_path):
     result = cli.invoke(app, ["ciao", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads((out / "ciao.json").read_text())
-    assert data["steps"] == [2, 4] and data["proposer_role"] == "teacher" and data["pairs_per_cell"] == 3
+    assert (
+        data["steps"] == [2, 4]
+        and data["proposer_role"] == "teacher"
+        and data["pairs_per_cell"] == 3
+    )
     matrix = data["solver_score"]
-    assert len(matrix) == 2 and all(len(row) == 2 and all(0.0 <= v <= 1.0 for v in row) for row in matrix)
+    assert len(matrix) == 2 and all(
+        len(row) == 2 and all(0.0 <= v <= 1.0 for v in row) for row in matrix
+    )
     assert (out / "plots" / "ciao.png").stat().st_size > 0
     again = cli.invoke(app, ["ciao", str(out)])
     assert again.exit_code == 0 and json.loads((out / "ciao.json").read_text()) == data  # seeded
@@ -50,7 +56,13 @@ def test_ciao_plays_every_snapshot_against_every_other(tmp_path):
     assert missing.exit_code == 2 and "does not exist" in missing.output
     shutil.rmtree(out / "snapshots" / "step_00004" / snapshots[4][0].id)
     broken = cli.invoke(app, ["ciao", str(out)])
-    assert broken.exit_code == 2 and "missing" in broken.output and len(broken.output.strip().splitlines()) == 1
+    assert (
+        broken.exit_code == 2
+        and "missing" in broken.output
+        and len(broken.output.strip().splitlines()) == 1
+    )
     shutil.rmtree(out / "snapshots")
     empty = cli.invoke(app, ["ciao", str(out)])
-    assert empty.exit_code == 2 and "no snapshots" in empty.output and "Traceback" not in empty.output
+    assert (
+        empty.exit_code == 2 and "no snapshots" in empty.output and "Traceback" not in empty.output
+    )

@@ -17,8 +17,8 @@ from redqueen.fitness import (
     StudentReward,
     TeacherReward,
     behaviour_descriptor,
-    conservative_rating,
     behavioural_diversity,
+    conservative_rating,
     genotypic_diversity,
     novelty_scores,
 )

@@ -7,8 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from redqueen.fitness import CONSERVATIVE_K, conservative_rating
-
 from redqueen.evo.selection._base import (
     SELECTIONS,
     attribute_matrix,
@@ -16,6 +14,7 @@ from redqueen.evo.selection._base import (
     cycle,
     weighted_values,
 )
+from redqueen.fitness import CONSERVATIVE_K, conservative_rating
 
 
 @SELECTIONS.register("tournament")
