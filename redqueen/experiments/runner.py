@@ -171,6 +171,11 @@ class Runner:
             self.run_dir.write_lineage(lineage)
         if population is not None:
             self.run_dir.write_population(_living_members(population), _base_model_path(self.env))
+        self.write_snapshots()
+
+    def write_snapshots(self) -> None:
+        """Write the environment's snapshots not yet in ``snapshots/`` (each once, as soon as
+        it is taken, so none is lost however few the hall of fame keeps in memory)."""
         snapshots = getattr(self.env, "snapshots", None)
         if callable(snapshots):
             from redqueen.experiments.snapshots import write_snapshots
@@ -204,6 +209,7 @@ class Runner:
                 seconds = time.perf_counter() - start
                 self.elapsed += seconds
                 self._write_step(record, seconds)
+                self.write_snapshots()
                 for callback in callbacks:
                     callback(record, self)
                 if self.checkpoint_every and self.step_count % self.checkpoint_every == 0:

@@ -1,9 +1,9 @@
 """Snapshots of members in the run directory: ``snapshots/step_<n>/``.
 
 Every ``evolution.snapshot_every`` steps the evolution loop freezes the living members into its
-hall of fame; the runner writes each snapshot once, when it checkpoints, as plain data: one PEFT
-adapter folder per member and a ``members.json`` index (id, role, step, rating). ``redqueen
-ciao`` reads them back to play every generation against every other.
+hall of fame; the runner writes each snapshot once, right after the step that took it, as
+plain data: one PEFT adapter folder per member and a ``members.json`` index (id, role, step,
+rating). ``redqueen ciao`` reads them back to play every generation against every other.
 
 Layout::
 
