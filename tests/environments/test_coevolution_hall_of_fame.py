@@ -39,6 +39,13 @@ def test_frozen_members_play_without_learning_or_ratings():
             for k, m in frozen.items()
         }
         second = env.step()
+        # What redqueen ciao plays: matches between given genomes, outside the run.
+        teacher, student = frozen["teacher-0000@1"].genome, frozen["student-0000@1"].genome
+        adapters = sorted(env.host.adapter_ids)
+        scores = env.play_matches([(teacher, student), (teacher, student)], seed=7)
+        assert len(scores) == 2 and all(0.0 <= x <= 1.0 for x in scores)
+        assert env.play_matches([(teacher, student)] * 2, seed=7) == scores  # seeded
+        assert sorted(env.host.adapter_ids) == adapters
     finally:
         env.close()
     teachers = {row["teacher"] for row in second.tasks}
