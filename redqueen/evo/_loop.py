@@ -1,4 +1,4 @@
-"""The evolution loop: periodic replacement for environments, and a generic ask/tell interface."""
+"""The evolution loop: the one owner of births and deaths for every environment, and ask/tell."""
 
 from __future__ import annotations
 
