@@ -95,7 +95,11 @@ def test_builds_from_the_surrogate_preset():
     from redqueen.experiments.build import kwargs_for
     from redqueen.experiments.config import load_config
 
-    cfg = load_config("surrogate", overrides=["population.teachers=2", "population.students=2"])
+    cfg = load_config(
+        "surrogate",
+        overrides=["population.teachers=2", "population.students=2", "matchmaking.hall_of_fame_share=0.4"],
+    )
     env = SurrogateEnv(**kwargs_for(SurrogateEnv, cfg))
     assert len(env.population.members("teacher")) == 2 and env.replacement.selection == cfg.evolution.selection
+    assert env.replacement == cfg.evolution.replacement() and env.matchmaker.hall_of_fame_share == 0.4
     assert np.isfinite(env.step().metrics["solve_rate"])
