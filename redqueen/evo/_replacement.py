@@ -11,11 +11,12 @@ is culled at the next replacement whatever it can do: in a neutral game (coin-fl
 8 teachers and 8 students, a quarter culled per role) every such newborn was culled at its first
 replacement, and no older member ever was. Inheriting the parents' rating errs the other
 way or this one, depending on sigma: with their mean (mu, sigma) newborns were culled in 12%
-of rounds against 32% for the oldest (parents are chosen for their rating, so a child carries
-their luck); with sigma widened half-way back to the initial one, in 46%. With
-``newborn: survivor`` (the default) the rates were 25.2% for newborns and 24.9% for older
-members: a newborn is exchangeable with a random survivor, so no age is favoured
-(``tests/evo/test_neutral_game.py`` checks it).
+of rounds against 32% for the oldest (one seed; parents are chosen for their rating, so a child
+carries their luck); with sigma widened half-way back to the initial one, in 44%. With
+``newborn: survivor`` (the default) the rates were 24.6% for newborns and 25.4% for the
+oldest: a newborn is exchangeable with a random survivor, so no age is favoured
+(``tests/evo/test_neutral_game.py`` checks it; ``benchmarks/neutral_game.py`` measures every
+rule).
 """
 
 from __future__ import annotations
