@@ -28,9 +28,10 @@ from pathlib import Path
 import torch
 
 from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.evo import ReplacementConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SETTINGS = dict(teachers=8, students=8, rank=4, alpha=8.0, replace_every=1, seed=0)
+SETTINGS = dict(teachers=8, students=8, rank=4, alpha=8.0, replacement=ReplacementConfig(replace_every=1), seed=0)
 
 
 def time_ours(generations: int) -> dict[str, float]:

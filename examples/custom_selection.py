@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from redqueen.environments.surrogate import SurrogateEnv  # noqa: E402
+from redqueen.evo import ReplacementConfig  # noqa: E402
 from redqueen.evo.selection import SELECTIONS  # noqa: E402
 
 
@@ -42,9 +43,10 @@ def boltzmann(individuals, k, *, rng, temperature: float = 1.0, c: float = 3.0):
 def run(out: Path, generations: int = 8) -> Path:
     """Evolve 2 roles x 6 members for ``generations`` replacements; write CSV and plots to ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    env = SurrogateEnv(teachers=6, students=6, rank=2, alpha=4.0, replace_every=1, cull_fraction=0.34,
-                       selection="boltzmann", selection_params={"temperature": 2.0},
-                       operators={"svd_merge": 0.5, "lowrank_noise": 0.5}, seed=0)
+    replacement = ReplacementConfig(replace_every=1, cull_fraction=0.34, selection="boltzmann",
+                                    selection_params={"temperature": 2.0},
+                                    operators={"svd_merge": 0.5, "lowrank_noise": 0.5})
+    env = SurrogateEnv(teachers=6, students=6, rank=2, alpha=4.0, replacement=replacement, seed=0)
     history = [env.step().metrics for _ in range(generations)]
     env.lineage.update_fitness(env.population.living)
     env.lineage.to_csv(out / "lineage.csv")

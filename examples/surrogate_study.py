@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from redqueen.environments.surrogate import SurrogateEnv  # noqa: E402
+from redqueen.evo import ReplacementConfig  # noqa: E402
 
 PANELS = ("solve_rate", "teacher_reward", "genotypic_diversity", "behavioural_diversity")
 SCHEME_PARAMS = {"tournament": {"tournsize": 2}, "map_elites": {"bins": 4}, "novelty": {"neighbours": 3}}
@@ -39,8 +40,9 @@ def study(out: Path, schemes: list[str], steps: int = 12, seeds: int = 2) -> Pat
     for scheme in schemes:
         runs = []
         for seed in range(seeds):
-            env = SurrogateEnv(teachers=6, students=6, rank=2, alpha=4.0, replace_every=2, cull_fraction=0.34,
-                               selection=scheme, selection_params=SCHEME_PARAMS.get(scheme, {}), seed=seed)
+            replacement = ReplacementConfig(replace_every=2, cull_fraction=0.34, selection=scheme,
+                                            selection_params=SCHEME_PARAMS.get(scheme, {}))
+            env = SurrogateEnv(teachers=6, students=6, rank=2, alpha=4.0, replacement=replacement, seed=seed)
             runs.append([[env.step().metrics[k] for k in PANELS] for _ in range(steps)])
         curves[scheme] = np.mean(np.asarray(runs), axis=0)  # (steps, panels)
     summary = {s: dict(zip(PANELS, map(float, c[-1]), strict=True)) for s, c in curves.items()}

@@ -8,8 +8,9 @@ are the same code, kept here once.
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from redqueen.environments._codegame import (
     PlayedTask,
     grade,
     learn,
+    match_scores,
     propose,
     solve,
     step_metrics,
@@ -25,6 +27,7 @@ from redqueen.environments._codegame import (
     verify,
 )
 from redqueen.environments.base import Environment, StepRecord
+from redqueen.environments.task_buffer import TaskBuffer, buffer_size
 
 
 class CodeGameEnv(Environment):
@@ -36,9 +39,16 @@ class CodeGameEnv(Environment):
     """
 
     def _play(
-        self, pairs: Sequence[tuple[str, str]], step: int, *, proposer_role: str, solver_role: str
+        self,
+        pairs: Sequence[tuple[str, str]],
+        step: int,
+        *,
+        proposer_role: str,
+        solver_role: str,
+        frozen: Collection[str] = (),
     ) -> tuple[list[PlayedTask], dict[str, Any]]:
-        """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs."""
+        """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs; the
+        ``frozen`` adapters (hall-of-fame members) play but do not learn."""
         propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
         played = propose(
             self.host,
@@ -52,7 +62,13 @@ class CodeGameEnv(Environment):
         verify(played, self.executor, self.buffer)
         solve(self.host, played, self.settings, seed=solve_seed)
         grade(played, self.executor, self.teacher_reward, self.student_reward)
-        stats = learn(self.learner, played, proposer_role=proposer_role, solver_role=solver_role)
+        stats = learn(
+            self.learner,
+            played,
+            proposer_role=proposer_role,
+            solver_role=solver_role,
+            frozen=frozen,
+        )
         return played, stats
 
     def _record(
@@ -71,7 +87,7 @@ class CodeGameEnv(Environment):
         metrics.update(step_metrics(played, self.settings.task_types))
         metrics.update(self.book.population_metrics(roles))
         metrics["coverage"] = float(len(self.signatures))
-        metrics["buffer_size"] = float(len(self.buffer))
+        metrics["buffer_size"] = buffer_size(self.buffer)
         metrics["learner_skipped"] = float(
             sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
         )
@@ -110,6 +126,40 @@ class CodeGameEnv(Environment):
         self.py_rng.setstate(state["rng"]["python"])
         self.np_rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])
+
+    def play_matches(self, pairs: Sequence[tuple[Any, Any]], *, seed: int) -> list[float]:
+        """Play ``(proposer genome, solver genome)`` matches outside the run: the proposer
+        writes its batch of tasks from a fresh task buffer, the solver answers; nothing learns
+        and no state of the run changes. Returns each solver's score in [0, 1] as the ratings
+        see it (solve rate of valid tasks, invalid tasks counting as solved)."""
+        keys = [(f"match-{i}-proposer", f"match-{i}-solver") for i in range(len(pairs))]
+        for (proposer, solver), (genome_p, genome_s) in zip(keys, pairs, strict=True):
+            self.host.add_adapter(proposer, genome_p)
+            self.host.add_adapter(solver, genome_s)
+        try:
+            buffer = TaskBuffer(capacity=self.settings.buffer_size)
+            played = propose(
+                self.host,
+                keys,
+                buffer,
+                self.settings,
+                step=0,
+                py_rng=random.Random(seed),
+                seed=seed,
+            )
+            verify(played, self.executor, buffer)
+            solve(self.host, played, self.settings, seed=seed + 1)
+            grade(played, self.executor, self.teacher_reward, self.student_reward)
+        finally:
+            for proposer, solver in keys:
+                self.host.remove_adapter(proposer)
+                self.host.remove_adapter(solver)
+        scores = {(t, s): score for t, s, score in match_scores(played, keys)}
+        return [scores.get(key, 1.0) for key in keys]
+
+    def snapshots(self) -> dict[int, list[Any]]:
+        """The hall of fame's kept snapshots (step -> frozen members), for the run directory."""
+        return self.book.snapshots()
 
     def close(self) -> None:
         """Shut the sandbox executor down (safe to call twice)."""

@@ -11,14 +11,20 @@ and one REINFORCE++ update per adapter on its own rollouts.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from redqueen.engine import Generation, Rollout, SamplingParams, whiten_advantages
-from redqueen.environments.task_buffer import TaskBuffer, complexity_score, task_signature
+from redqueen.environments.task_buffer import (
+    TaskBuffer,
+    TaskBuffers,
+    buffer_for,
+    complexity_score,
+    task_signature,
+)
 from redqueen.fitness import StudentReward, TeacherReward
 from redqueen.verifiers import Triplet, check_answers, complexity, make_task, validate_program
 from redqueen.verifiers.formats import (
@@ -115,7 +121,7 @@ def task_types_for(settings: GameSettings, step: int) -> list[str]:
 def propose(
     host: Any,
     pairs: Sequence[tuple[str, str]],
-    buffer: TaskBuffer,
+    buffer: TaskBuffer | TaskBuffers,
     settings: GameSettings,
     *,
     step: int,
@@ -126,7 +132,7 @@ def propose(
     prompts, adapters, played = [], [], []
     for teacher, student in pairs:
         for task_type in task_types_for(settings, step):
-            refs = buffer.sample(settings.references, py_rng)
+            refs = buffer_for(buffer, teacher).sample(settings.references, py_rng)
             prompts.append(propose_prompt(task_type, refs))
             adapters.append(teacher)
             played.append((teacher, student, task_type))
@@ -141,8 +147,9 @@ def propose(
     return [PlayedTask(t, s, tt, g) for (t, s, tt), g in zip(played, gens, strict=True)]
 
 
-def verify(played: Sequence[PlayedTask], executor: Any, buffer: TaskBuffer) -> None:
-    """Parse and validate each proposal in the sandbox; valid ones join the task buffer.
+def verify(played: Sequence[PlayedTask], executor: Any, buffer: TaskBuffer | TaskBuffers) -> None:
+    """Parse and validate each proposal in the sandbox; valid ones join the proposer's task
+    buffer (the shared one, or its own when ``buffer`` is per proposer).
 
     Gold outputs come from execution, never from the model.
     """
@@ -160,7 +167,7 @@ def verify(played: Sequence[PlayedTask], executor: Any, buffer: TaskBuffer) -> N
         item.task = make_task(item.task_type, proposal.program, proposal.inputs, check.outputs)
         item.metrics = {k: float(v) for k, v in complexity(proposal.program).items()}
         item.complexity = complexity_score(item.metrics)
-        buffer.add(
+        buffer_for(buffer, item.teacher).add(
             Triplet(program=proposal.program, input=proposal.inputs[0], output=check.outputs[0])
         )
 
@@ -225,8 +232,10 @@ def learn(
     *,
     proposer_role: str,
     solver_role: str,
+    frozen: Collection[str] = (),
 ) -> dict[str, Any]:
-    """One REINFORCE++ update per adapter on its own rollouts.
+    """One REINFORCE++ update per adapter on its own rollouts (``frozen`` adapters, the
+    hall-of-fame opponents, are not updated).
 
     Advantages are rewards whitened per (role, task type) over the whole population's batch
     (Task-Relative REINFORCE++, as in Absolute Zero): with a few tasks per adapter, a
@@ -263,7 +272,11 @@ def learn(
                     advantage=float(adv),
                 )
             )
-    return {adapter: learner.step(adapter, rollouts) for adapter, rollouts in per_adapter.items()}
+    return {
+        adapter: learner.step(adapter, rollouts)
+        for adapter, rollouts in per_adapter.items()
+        if adapter not in frozen
+    }
 
 
 def _mean(values: Sequence[float]) -> float:

@@ -16,11 +16,12 @@ import numpy as np
 import torch
 
 from redqueen.environments._codegame import PlayedTask, member_stats
-from redqueen.evo import Individual, Lineage, Population
+from redqueen.evo import EvolutionLoop, Individual, Lineage, Population
 from redqueen.fitness import (
     Objectives,
     RatingSystem,
     behavioural_diversity,
+    conservative_rating,
     genotypic_diversity,
     novelty_scores,
 )
@@ -119,6 +120,8 @@ class MemberBook:
         learner: The learner (per-adapter optimizer states).
         objectives: Objective vector per role.
         task_types: Task types, in descriptor order.
+        evolution: The evolution loop, which decides every birth and death; the book
+            listens to it to add and remove adapters, learner states and statistics.
         rated: Whether members carry ratings (the self-play baseline plays no matches).
     """
 
@@ -132,6 +135,7 @@ class MemberBook:
         learner: Any,
         objectives: Mapping[str, Objectives],
         task_types: Sequence[str],
+        evolution: EvolutionLoop,
         rated: bool = True,
     ) -> None:
         self.population, self.lineage, self.ratings = population, lineage, ratings
@@ -139,6 +143,8 @@ class MemberBook:
         self.objectives = dict(objectives)
         self.task_types = tuple(task_types)
         self.rated = rated
+        self.evolution = evolution
+        evolution.listeners.append(self)
         self.stats: dict[str, dict[str, Any]] = {}
         self.hv_reference: dict[str, list[float]] = {}
 
@@ -158,23 +164,49 @@ class MemberBook:
             base_model=str(self.host.model_path),
         )
         ind = Individual(self.population.new_id(role), role, genome, self.objectives[role].weights)
-        self.population.add(ind)
-        self.lineage.record_birth(ind, 0)
-        self._admit(ind)
+        self.evolution.found(ind, self.ratings if self.rated else None)
         self.refresh()
         return ind
 
-    def _admit(self, ind: Individual) -> None:
+    def member_born(self, ind: Individual) -> None:
+        """A founder or child joined: load its adapter and give it fresh statistics."""
         self.host.add_adapter(ind.id, ind.genome)
-        if self.rated:
-            self.ratings.add(ind.id)
         self.stats[ind.id] = initial_stats(ind.role, len(self.task_types))
 
-    def _dismiss(self, member_id: str) -> None:
-        self.host.remove_adapter(member_id)
-        self.learner.forget(member_id)
-        self.ratings.remove(member_id)
-        self.stats.pop(member_id, None)
+    def member_died(self, ind: Individual) -> None:
+        """A member left: drop its adapter, optimizer state and statistics."""
+        self.host.remove_adapter(ind.id)
+        self.learner.forget(ind.id)
+        self.stats.pop(ind.id, None)
+
+    def lend_frozen(self, pairs: Sequence[tuple[str, str]]) -> dict[str, tuple[float, float]]:
+        """Load the adapters of the hall-of-fame members that ``pairs`` name (frozen copies,
+        keyed ``"<id>@<step>"``) for one step; returns their frozen ratings by key."""
+        hall = self.evolution.hall
+        frozen: dict[str, tuple[float, float]] = {}
+        for key in dict.fromkeys(k for pair in pairs for k in pair):
+            if key in self.population:
+                continue
+            member = hall.get(key)
+            self.host.add_adapter(key, member.genome)
+            frozen[key] = member.rating or (self.ratings.mu, self.ratings.sigma)
+        return frozen
+
+    def return_frozen(self, frozen: Mapping[str, Any]) -> None:
+        """Unload what :meth:`lend_frozen` loaded (frozen members are never trained)."""
+        for key in frozen:
+            self.host.remove_adapter(key)
+            self.learner.forget(key)
+
+    def snapshot(self, step: int) -> None:
+        """Freeze the living members (trained genomes, current ratings) into the hall of fame."""
+        self.sync_genomes()
+        self.evolution.snapshot(step)
+
+    def snapshots(self) -> dict[int, list[Any]]:
+        """The hall of fame's kept snapshots (step -> frozen members), for the run directory."""
+        hall = self.evolution.hall
+        return {step: hall.at(step) for step in hall.steps}
 
     def sync_genomes(self) -> None:
         """Copy every living member's trained weights from the host into its genome."""
@@ -215,7 +247,7 @@ class MemberBook:
                 ind.objectives = {k: float(v) for k, v in stats.items() if not isinstance(v, list)}
                 if self.rated:
                     ind.rating = mu, sigma = self.ratings.get(ind.id)
-                    ind.objectives.update(rating_mu=mu, rating_lcb=mu - 3.0 * sigma)
+                    ind.objectives.update(rating_mu=mu, rating_lcb=conservative_rating(mu, sigma))
                 # Per-task-type outcomes: lexicase cases and behaviour descriptor alike.
                 per_type = [
                     v for key in ("reward_per_type", "solve_per_type") for v in stats.get(key, [])
@@ -229,17 +261,12 @@ class MemberBook:
             if role in self.objectives:
                 self.objectives[role].assign(members)
 
-    def replace(self, evolution: Any, step: int) -> tuple[list[str], list[str]]:
-        """Run the evolution loop's replacement on trained genomes; the host follows."""
+    def replace(self, step: int) -> tuple[list[str], list[str]]:
+        """Run the evolution loop's replacement on trained genomes; the host follows it
+        through :meth:`member_born` and :meth:`member_died`."""
         self.sync_genomes()
         self.refresh()
-        births, deaths = evolution.replace(step, self.ratings)
-        for member_id in deaths:
-            self._dismiss(member_id)
-        for child in births:
-            if child.id not in self.population:
-                self.population.add(child)
-            self._admit(child)
+        births, deaths = self.evolution.replace(step, self.ratings if self.rated else None)
         self.refresh()
         return [child.id for child in births], list(deaths)
 
@@ -290,7 +317,7 @@ class MemberBook:
                     "role": ind.role,
                     "mu": mu,
                     "sigma": sigma,
-                    "lcb": None if mu is None else mu - 3.0 * sigma,
+                    "lcb": None if mu is None else conservative_rating(mu, sigma),
                     "objectives": dict(ind.objectives),
                 }
             )

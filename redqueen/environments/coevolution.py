@@ -56,6 +56,7 @@ class CoevolutionEnv(CodeGameEnv):
         teacher_reward: Reward of a proposed task.
         student_reward: Reward of an answer.
         replacement: The replacement step's settings (default: the evolution core's defaults).
+        matchmaker: PFSP matchmaking, with its share of opponents from the hall of fame.
         objectives: Objective names per role, e.g. ``{"teacher": ("rating_lcb",)}``.
         learner: A :class:`redqueen.engine.LearnerConfig` (default settings if ``None``).
         executor: Verifier executor settings ``{"workers", "timeout", "memory_mb"}``.
@@ -84,6 +85,7 @@ class CoevolutionEnv(CodeGameEnv):
         teacher_reward: TeacherReward | None = None,
         student_reward: StudentReward | None = None,
         replacement: ReplacementConfig | None = None,
+        matchmaker: PFSPMatchmaker | None = None,
         objectives: Mapping[str, Sequence[str]] | None = None,
         learner: Any = None,
         executor: Mapping[str, Any] | None = None,
@@ -103,7 +105,7 @@ class CoevolutionEnv(CodeGameEnv):
         self.population = Population(roles=ROLES)
         self.lineage = Lineage()
         self.ratings = RatingSystem()
-        self.matchmaker = PFSPMatchmaker()
+        self.matchmaker = matchmaker or PFSPMatchmaker()
         self.buffer = TaskBuffer(capacity=self.settings.buffer_size)
         roles_objectives = objectives_for(objectives, ROLES)
         self.replacement = replacement or ReplacementConfig()
@@ -132,6 +134,7 @@ class CoevolutionEnv(CodeGameEnv):
             learner=self.learner,
             objectives=roles_objectives,
             task_types=self.settings.task_types,
+            evolution=self.evolution,
         )
         init_rng = torch.Generator().manual_seed(self.seed)
         try:
@@ -153,22 +156,42 @@ class CoevolutionEnv(CodeGameEnv):
         step = self.step_count
         teacher_ids = [ind.id for ind in self.population.members("teacher")]
         student_ids = [ind.id for ind in self.population.members("student")]
-        pairs = self.matchmaker.pair(teacher_ids, student_ids, self.ratings, self.np_rng)
-        played, learner_stats = self._play(
-            pairs, step, proposer_role="teacher", solver_role="student"
+        hall = self.evolution.hall
+        pairs = self.matchmaker.pair(
+            teacher_ids,
+            student_ids,
+            self.ratings,
+            self.np_rng,
+            past_teachers={m.key: m.rating for m in hall.members("teacher")},
+            past_students={m.key: m.rating for m in hall.members("student")},
         )
+        frozen = self.book.lend_frozen(pairs)
+        try:
+            played, learner_stats = self._play(
+                pairs, step, proposer_role="teacher", solver_role="student", frozen=frozen
+            )
+        finally:
+            self.book.return_frozen(frozen)
 
         for teacher, student, student_score in match_scores(played, pairs):
-            self.ratings.record_score(teacher, student, 1.0 - student_score, student_score)
+            scores = (1.0 - student_score, student_score)
+            if teacher in frozen:
+                self.ratings.record_against(student, frozen[teacher], scores[1], scores[0])
+            elif student in frozen:
+                self.ratings.record_against(teacher, frozen[student], *scores)
+            else:
+                self.ratings.record_score(teacher, student, *scores)
         self.signatures.update(item.signature for item in played if item.valid)
         self.book.observe(played)
 
         births: list[str] = []
         deaths: list[str] = []
         if self.replacement.due(step):
-            births, deaths = self.book.replace(self.evolution, step + 1)
+            births, deaths = self.book.replace(step + 1)
         else:
             self.book.refresh()
+        if self.replacement.snapshot_due(step):
+            self.book.snapshot(step + 1)
 
         return self._record(
             step, start, played, learner_stats, ROLES, births=births, deaths=deaths

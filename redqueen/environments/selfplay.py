@@ -2,9 +2,11 @@
 
 Each adapter proposes tasks and then solves its own valid tasks, on the same verifier, prompts
 and rewards as :class:`~redqueen.environments.CoevolutionEnv`. The population is a set of
-``solo`` members that are **independent solo agents**: they never meet, carry no ratings and
-are never replaced, so ``solo=1`` is Absolute Zero itself and ``solo=4`` runs four independent
-replicas side by side in the same batched calls.
+``solo`` members that are **independent solo agents**: they never meet, carry no ratings, are
+never replaced, and each proposes from and adds to its own task buffer, so ``solo=1`` is
+Absolute Zero itself and ``solo=4`` runs four independent replicas side by side in the same
+batched calls. Founding and snapshots go through the same :class:`redqueen.evo.EvolutionLoop`
+as every other environment.
 
 Compute is matched per adapter: with the same :class:`GameSettings`, each solo member makes
 exactly as many proposals per step as a teacher in the co-evolution environment and samples
@@ -29,8 +31,8 @@ from redqueen.environments._codegame import (
 )
 from redqueen.environments._members import MemberBook, make_host, objectives_for
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
-from redqueen.environments.task_buffer import TaskBuffer
-from redqueen.evo import Lineage, Population
+from redqueen.environments.task_buffer import TaskBuffers
+from redqueen.evo import EvolutionLoop, Lineage, Population, ReplacementConfig
 from redqueen.fitness import RatingSystem, StudentReward, TeacherReward
 
 ROLES = ("solo",)
@@ -56,12 +58,14 @@ class SelfPlayEnv(CodeGameEnv):
         teacher_reward: Reward of a proposed task.
         student_reward: Reward of an answer.
         objectives: Objective names for the ``solo`` role (reported, e.g. ``("solve_rate",)``).
+        replacement: Snapshot settings (``snapshot_every``, ``hall_of_fame``); its
+            ``replace_every`` must be 0, as solo agents are never replaced.
         learner: A :class:`redqueen.engine.LearnerConfig` (default settings if ``None``).
         executor: Verifier executor settings ``{"workers", "timeout", "memory_mb"}``.
         seed: Seeds every random choice.
 
     Raises:
-        ValueError: If ``solo`` is below 1.
+        ValueError: If ``solo`` is below 1 or ``replacement.replace_every`` is not 0.
     """
 
     def __init__(
@@ -82,12 +86,19 @@ class SelfPlayEnv(CodeGameEnv):
         teacher_reward: TeacherReward | None = None,
         student_reward: StudentReward | None = None,
         objectives: Mapping[str, Sequence[str]] | None = None,
+        replacement: ReplacementConfig | None = None,
         learner: Any = None,
         executor: Mapping[str, Any] | None = None,
         seed: int = 0,
     ) -> None:
         if solo < 1:
             raise ValueError(f"SelfPlayEnv.solo must be >= 1, got {solo}")
+        self.replacement = replacement or ReplacementConfig(replace_every=0)
+        if self.replacement.replace_every != 0:
+            raise ValueError(
+                "SelfPlayEnv: solo agents are never replaced; replacement.replace_every must be 0, "
+                f"got {self.replacement.replace_every}"
+            )
         self.settings = settings or GameSettings()
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
@@ -97,7 +108,7 @@ class SelfPlayEnv(CodeGameEnv):
         self.np_rng = np.random.default_rng(self.seed)
         self.population = Population(roles=ROLES)
         self.lineage = Lineage()
-        self.buffer = TaskBuffer(capacity=self.settings.buffer_size)
+        self.buffer = TaskBuffers(capacity=self.settings.buffer_size)
         self.host, self.learner, self.executor = make_host(
             model=model,
             host=host,
@@ -109,14 +120,23 @@ class SelfPlayEnv(CodeGameEnv):
             executor=executor,
         )
         given = dict(objectives or {})
+        solo_objectives = objectives_for({"solo": given.get("solo", ("solve_rate",))}, ROLES)
+        self.evolution = EvolutionLoop(
+            self.population,
+            self.lineage,
+            self.replacement,
+            np.random.default_rng(self.seed + 1),
+            objectives=solo_objectives,
+        )
         self.book = MemberBook(
             population=self.population,
             lineage=self.lineage,
             ratings=RatingSystem(),
             host=self.host,
             learner=self.learner,
-            objectives=objectives_for({"solo": given.get("solo", ("solve_rate",))}, ROLES),
+            objectives=solo_objectives,
             task_types=self.settings.task_types,
+            evolution=self.evolution,
             rated=False,
         )
         init_rng = torch.Generator().manual_seed(self.seed)
@@ -141,5 +161,19 @@ class SelfPlayEnv(CodeGameEnv):
         self.signatures.update(item.signature for item in played if item.valid)
         self.book.observe(played)
         self.book.refresh()
+        if self.replacement.snapshot_due(step):
+            self.book.snapshot(step + 1)
 
         return self._record(step, start, played, learner_stats, ROLES)
+
+    # -- checkpoints ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything :class:`CodeGameEnv` keeps (each agent's own buffer included), plus the
+        evolution loop's state (its hall of fame of snapshots)."""
+        return {**super().state_dict(), "evolution": self.evolution.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        super().load_state_dict(state)
+        self.evolution.load_state_dict(state["evolution"])

@@ -30,6 +30,7 @@ from redqueen.fitness import (
     StudentReward,
     TeacherReward,
     behavioural_diversity,
+    conservative_rating,
     genotypic_diversity,
 )
 from redqueen.genomes import LoRAGenome
@@ -57,9 +58,10 @@ class SurrogateEnv(Environment):
         domain: Pre-tanh bound beyond which a task is invalid.
         learn: Whether members take one gradient step per step.
         lr: Learning rate of that step.
-        replacement: Full replacement settings; when given, the individual settings below are ignored.
-        replace_every, cull_fraction, selection, selection_params, operators, operator_params,
-            elitism, ranking: Fields of :class:`redqueen.evo.ReplacementConfig`.
+        replacement: Replacement, newborn and snapshot settings (default: the evolution core's
+            defaults); the evolution loop decides every birth and death.
+        matchmaker: PFSP matchmaking, including the share of opponents drawn from the hall of
+            fame (default: :class:`redqueen.fitness.PFSPMatchmaker` with no hall of fame).
         objectives: Role -> objective names (e.g. ``("rating", "teacher_reward")``).
         teacher_reward: Teacher reward (default PopuLoRA's).
         student_reward: Student reward.
@@ -91,14 +93,7 @@ class SurrogateEnv(Environment):
         learn: bool = True,
         lr: float = 0.1,
         replacement: ReplacementConfig | None = None,
-        replace_every: int = 2,
-        cull_fraction: float = 0.25,
-        selection: str = "rating_lcb",
-        selection_params: Mapping[str, Any] | None = None,
-        operators: Mapping[str, float] | None = None,
-        operator_params: Mapping[str, Mapping[str, Any]] | None = None,
-        elitism: int = 1,
-        ranking: str = "rating_lcb",
+        matchmaker: PFSPMatchmaker | None = None,
         objectives: Mapping[str, Sequence[str]] | None = None,
         teacher_reward: TeacherReward | None = None,
         student_reward: StudentReward | None = None,
@@ -115,13 +110,7 @@ class SurrogateEnv(Environment):
         self.learn, self.lr, self.seed = bool(learn), float(lr), int(seed)
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
-        self.replacement = replacement or ReplacementConfig(
-            replace_every=replace_every, cull_fraction=cull_fraction, selection=selection,
-            selection_params=dict(selection_params or {}),
-            operators=dict(operators or {"svd_merge": 0.5, "gaussian": 0.5}),
-            operator_params={k: dict(v) for k, v in (operator_params or {}).items()}, elitism=elitism,
-            ranking=ranking,
-        )
+        self.replacement = replacement or ReplacementConfig()
         wanted = {role: tuple(names) for role, names in (objectives or {}).items() if role in ROLES}
         self.objectives = {role: Objectives(wanted.get(role, ("rating",))) for role in ROLES}
 
@@ -133,7 +122,7 @@ class SurrogateEnv(Environment):
         self.benchmark = torch.rand(64, dim, generator=gen) * 2 - 1  # held-out tasks for evaluate()
 
         self.population, self.lineage, self.ratings = Population(roles=ROLES), Lineage(), RatingSystem()
-        self.matchmaker = PFSPMatchmaker()
+        self.matchmaker = matchmaker or PFSPMatchmaker()
         self.rng = np.random.default_rng(self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.evolution = EvolutionLoop(self.population, self.lineage, self.replacement,
@@ -144,7 +133,8 @@ class SurrogateEnv(Environment):
             for _ in range(size):
                 genome = LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
                                            std=init_std, base_model="surrogate-mlp")
-                self._admit(Individual(self.population.new_id(role), role, genome, self.objectives[role].weights), 0)
+                ind = Individual(self.population.new_id(role), role, genome, self.objectives[role].weights)
+                self.evolution.found(ind, self.ratings)
         self._pool = None
         if workers > 0:  # replicas rebuild the same frozen model from the same seed
             from redqueen.engine.distributed import ActorMap
@@ -223,16 +213,20 @@ class SurrogateEnv(Environment):
     def _step(self) -> StepRecord:
         start, step = time.perf_counter(), self.step_count
         teachers, students = self.population.members("teacher"), self.population.members("student")
-        pairs = self.matchmaker.pair([t.id for t in teachers], [s.id for s in students], self.ratings, self.rng)
+        hall = self.evolution.hall
+        pairs = self.matchmaker.pair([t.id for t in teachers], [s.id for s in students], self.ratings, self.rng,
+                                     past_teachers={m.key: m.rating for m in hall.members("teacher")},
+                                     past_students={m.key: m.rating for m in hall.members("student")})
         probes = torch.randn(len(pairs), self.n_tasks, self.dim, generator=self.torch_rng)
         noises = [torch.randn(self.n_answers, self.n_tasks, self.dim, generator=self.torch_rng) for _ in pairs]
-        games = self._map("play", [(self.population.get(tid).genome, self.population.get(sid).genome, probe, noise)
+        games = self._map("play", [(self._genome(tid), self._genome(sid), probe, noise)
                                    for (tid, sid), probe, noise in zip(pairs, probes, noises, strict=True)])
         rows, seen = [], {ind.id: _Seen() for ind in self.population.living}
+        for key in {k for pair in pairs for k in pair if k not in seen}:
+            seen[key] = _Seen()  # a frozen opponent: recorded, never trained
         for (tid, sid), probe, (tasks, valid, answers, err) in zip(pairs, probes, games, strict=True):
             seen[tid].partner = sid
-            statuses = np.where(~torch.isfinite(answers).all(2).numpy() | (answers.abs().amax(2) > 10).numpy(),
-                                "unparseable", np.where((err < self.tolerance).numpy(), "correct", "wrong"))
+            statuses = self._statuses(answers, err)
             rates = []
             for j in range(self.n_tasks):
                 ok = bool(valid[j])
@@ -244,7 +238,12 @@ class SurrogateEnv(Environment):
                     seen[sid].add(float(np.mean([self.student_reward(s) for s in statuses[:, j]])), rho, tasks[j], None)
                 rows.append(self._task_row(step, tid, sid, tasks[j], ok, rho))
             solved = float(np.mean(rates)) if rates else 1.0  # no valid task: the student wins
-            self.ratings.record_score(tid, sid, 1.0 - solved, solved)
+            if tid in self.population and sid in self.population:
+                self.ratings.record_score(tid, sid, 1.0 - solved, solved)
+            elif tid in self.population:
+                self.ratings.record_against(tid, self._frozen_rating(sid), 1.0 - solved, solved)
+            else:
+                self.ratings.record_against(sid, self._frozen_rating(tid), solved, 1.0 - solved)
         if self.learn:
             self._learn(seen)
         self._describe(seen)
@@ -253,9 +252,9 @@ class SurrogateEnv(Environment):
         if self.replacement.due(step):
             born, deaths = self.evolution.replace(step + 1, self.ratings)
             births = [b.id for b in born]
-            for dead in deaths:
-                self.ratings.remove(dead)
         self.evolution.sync_ratings(self.ratings)
+        if self.replacement.snapshot_due(step):
+            self.evolution.snapshot(step + 1)
         self.lineage.update_fitness(self.population.living)
         metrics["seconds"] = time.perf_counter() - start
         self.step_count += 1
@@ -281,6 +280,26 @@ class SurrogateEnv(Environment):
             answers = self.forward(tasks, student) + self.answer_noise * noise  # (answers, tasks, d)
             err = (answers - self.solution(tasks)).abs().amax(dim=2)
         return tasks, valid, answers, err
+
+    def _statuses(self, answers: torch.Tensor, err: torch.Tensor) -> np.ndarray:
+        """Status of each answer, ``(answers, tasks)``: unparseable, correct or wrong."""
+        return np.where(~torch.isfinite(answers).all(2).numpy() | (answers.abs().amax(2) > 10).numpy(),
+                        "unparseable", np.where((err < self.tolerance).numpy(), "correct", "wrong"))
+
+    def play_matches(self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int) -> list[float]:
+        """Play ``(teacher genome, student genome)`` matches outside the run (no learning, no
+        ratings, no state touched); returns each student's score in [0, 1] as the ratings
+        see it: the mean solve rate of the valid tasks (1 when the teacher posed none)."""
+        gen = torch.Generator().manual_seed(int(seed))
+        scores = []
+        for teacher, student in pairs:
+            probe = torch.randn(self.n_tasks, self.dim, generator=gen)
+            noise = torch.randn(self.n_answers, self.n_tasks, self.dim, generator=gen)
+            _, valid, answers, err = self.play(teacher, student, probe, noise)
+            statuses = self._statuses(answers, err)
+            rates = [float((statuses[:, j] == "correct").mean()) for j in range(self.n_tasks) if bool(valid[j])]
+            scores.append(float(np.mean(rates)) if rates else 1.0)
+        return scores
 
     def update(self, role: str, genome: LoRAGenome, partner: LoRAGenome | None,
                probes: list[torch.Tensor], tasks: list[torch.Tensor]) -> LoRAGenome:
@@ -314,7 +333,7 @@ class SurrogateEnv(Environment):
         """One gradient step per member that played; genomes are replaced, never edited."""
         members = [ind for ind in self.population.living if seen[ind.id].probes or seen[ind.id].tasks]
         items = [(ind.role, ind.genome,
-                  self.population.get(seen[ind.id].partner).genome if ind.role == "teacher" else None,
+                  self._genome(seen[ind.id].partner) if ind.role == "teacher" else None,
                   seen[ind.id].probes, seen[ind.id].tasks) for ind in members]
         for ind, genome in zip(members, self._map("update", items), strict=True):
             ind.genome = genome
@@ -385,13 +404,22 @@ class SurrogateEnv(Environment):
         for ind in self.population.living:
             mu, sigma = self.ratings.get(ind.id)
             rows.append({"step": step, "id": ind.id, "role": ind.role, "mu": mu, "sigma": sigma,
-                         "lcb": mu - 3.0 * sigma, "objectives": dict(ind.objectives)})
+                         "lcb": conservative_rating(mu, sigma), "objectives": dict(ind.objectives)})
         return rows
 
-    def _admit(self, ind: Individual, step: int) -> None:
-        self.population.add(ind)
-        self.lineage.record_birth(ind, step)
-        ind.rating = self.ratings.add(ind.id)
+    def _genome(self, key: str) -> LoRAGenome:
+        """A living member's genome, or a frozen hall-of-fame member's (``"<id>@<step>"``)."""
+        if key in self.population:
+            return self.population.get(key).genome
+        return self.evolution.hall.get(key).genome
+
+    def _frozen_rating(self, key: str) -> tuple[float, float]:
+        rating = self.evolution.hall.get(key).rating
+        return rating if rating is not None else (self.ratings.mu, self.ratings.sigma)
+
+    def snapshots(self) -> dict[int, list[Any]]:
+        """The hall of fame's kept snapshots (step -> frozen members), for the run directory."""
+        return {step: self.evolution.hall.at(step) for step in self.evolution.hall.steps}
 
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Teachers propose new tasks conditioned on K reference triplets drawn from a buffer of earlier
 valid tasks (Absolute Zero Reasoner's reference buffer). The buffer starts from the identity
 program, grows with every valid proposal and, when full, forgets its oldest entries first, so
-the newest task is always kept.
+the newest task is always kept. :class:`TaskBuffers` keeps one buffer per proposer, for agents
+that must stay independent (the self-play baseline's solo agents).
 
 :func:`task_signature` names a task by its program up to renaming of local identifiers, so
 ``coverage`` (distinct signatures seen) counts genuinely different programs;
@@ -20,6 +21,8 @@ import random
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 from redqueen.verifiers import Triplet
 
@@ -96,6 +99,84 @@ class TaskBuffer:
             (Triplet(program=p, input=i, output=o) for p, i, o in state["items"]),
             maxlen=self.capacity,
         )
+
+
+class TaskBuffers:
+    """One :class:`TaskBuffer` per proposer, for agents that must not share references.
+
+    The self-play baseline's solo agents are independent replicas: each proposes from, and
+    adds to, only its own buffer, so one agent's tasks never condition another's proposals.
+
+    Args:
+        capacity: Capacity of each buffer.
+        owners: Owners known from the start (a buffer is made on first use for any other).
+        seed: Initial triplets of every new buffer (default: the identity program).
+    """
+
+    def __init__(
+        self,
+        *,
+        capacity: int,
+        owners: Iterable[str] = (),
+        seed: Iterable[Triplet] = (IDENTITY_TRIPLET,),
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"TaskBuffers.capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self._seed = tuple(seed)
+        self._buffers: dict[str, TaskBuffer] = {}
+        for owner in owners:
+            self.of(owner)
+
+    def of(self, owner: str) -> TaskBuffer:
+        """The buffer of ``owner`` (made, from the seed triplets, on first use)."""
+        if owner not in self._buffers:
+            self._buffers[owner] = TaskBuffer(capacity=self.capacity, seed=self._seed)
+        return self._buffers[owner]
+
+    def drop(self, owner: str) -> None:
+        """Forget an owner's buffer (no error if unknown)."""
+        self._buffers.pop(owner, None)
+
+    @property
+    def owners(self) -> list[str]:
+        """Owners with a buffer, in first-use order."""
+        return list(self._buffers)
+
+    def __len__(self) -> int:
+        """Triplets held over every buffer."""
+        return sum(len(b) for b in self._buffers.values())
+
+    def state_dict(self) -> dict[str, Any]:
+        """Capacity, seed triplets and each owner's buffer, as plain data."""
+        return {
+            "capacity": self.capacity,
+            "seed": [(t.program, t.input, t.output) for t in self._seed],
+            "buffers": {owner: b.state_dict() for owner, b in self._buffers.items()},
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.capacity = int(state["capacity"])
+        self._seed = tuple(Triplet(program=p, input=i, output=o) for p, i, o in state["seed"])
+        self._buffers = {}
+        for owner, buffer_state in state["buffers"].items():
+            self._buffers[owner] = TaskBuffer(capacity=self.capacity, seed=())
+            self._buffers[owner].load_state_dict(buffer_state)
+
+
+def buffer_for(buffer: TaskBuffer | TaskBuffers, owner: str) -> TaskBuffer:
+    """The buffer ``owner`` proposes from: the shared one, or its own in a :class:`TaskBuffers`."""
+    return buffer.of(owner) if isinstance(buffer, TaskBuffers) else buffer
+
+
+def buffer_size(buffer: TaskBuffer | TaskBuffers) -> float:
+    """Triplets in the buffer a proposer sees: the shared buffer's size, or the mean over the
+    proposers' own buffers."""
+    if isinstance(buffer, TaskBuffers):
+        owners = buffer.owners
+        return float(np.mean([len(buffer.of(o)) for o in owners])) if owners else 0.0
+    return float(len(buffer))
 
 
 class _Canonical(ast.NodeTransformer):

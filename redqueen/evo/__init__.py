@@ -4,15 +4,33 @@
 - :class:`Lineage`: every birth and death; ALife phylogeny CSV; networkx; phylogenetic diversity.
 - :mod:`redqueen.evo.selection`: ``select(name, individuals, k, *, rng)`` and :data:`SELECTIONS`.
 - :mod:`redqueen.evo.operators`: variation operators on LoRA genomes.
-- :class:`EvolutionLoop`, :class:`ReplacementConfig`: replacement every few steps, ask/tell.
+- :class:`EvolutionLoop`: the one owner of births and deaths (founding, replacement with a
+  fair first rating for newborns, snapshots), ask/tell; :class:`ReplacementConfig`, its schema;
+  :class:`MemberListener`, how an environment follows births and deaths.
+- :class:`HallOfFame`, :class:`FrozenMember`: frozen snapshots of past members.
 - :mod:`redqueen.evo.interop_deap`, :mod:`redqueen.evo.interop_pymoo`: DEAP and pymoo drive our genomes.
 """
 
 from __future__ import annotations
 
+from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
 from redqueen.evo._individual import Fitness, Individual
 from redqueen.evo._lineage import Lineage, LineageRecord
-from redqueen.evo._loop import EvolutionLoop, ReplacementConfig
+from redqueen.evo._loop import EvolutionLoop, MemberListener
 from redqueen.evo._population import Population
+from redqueen.evo._replacement import NEWBORN_RULES, ReplacementConfig, newborn_rating
 
-__all__ = ["EvolutionLoop", "Fitness", "Individual", "Lineage", "LineageRecord", "Population", "ReplacementConfig"]
+__all__ = [
+    "NEWBORN_RULES",
+    "EvolutionLoop",
+    "Fitness",
+    "FrozenMember",
+    "HallOfFame",
+    "Individual",
+    "Lineage",
+    "LineageRecord",
+    "MemberListener",
+    "Population",
+    "ReplacementConfig",
+    "newborn_rating",
+]

@@ -13,6 +13,7 @@ from typing import Any
 import networkx as nx
 
 from redqueen.evo._individual import Individual
+from redqueen.fitness import conservative_rating
 
 _BASE_COLUMNS = ("id", "ancestor_list", "origin_time", "destruction_time", "name", "role", "operator", "operator_params")
 
@@ -49,7 +50,7 @@ def fitness_columns(ind: Individual) -> dict[str, float]:
     columns = {f"objective_{k}": float(v) for k, v in ind.objectives.items()}
     if ind.rating is not None:
         mu, sigma = ind.rating
-        columns.update(rating_mu=float(mu), rating_sigma=float(sigma), rating_lcb=float(mu - 3 * sigma))
+        columns.update(rating_mu=float(mu), rating_sigma=float(sigma), rating_lcb=conservative_rating(mu, sigma))
     if ind.fitness.valid:
         columns.update({f"fitness_{i}": float(v) for i, v in enumerate(ind.fitness.values)})
     return columns

@@ -1,17 +1,18 @@
-"""The evolution loop: periodic replacement for environments, and a generic ask/tell interface."""
+"""The evolution loop: the one owner of births and deaths for every environment, and ask/tell."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
 from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
+from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newborn_rating
 from redqueen.evo.selection import select
 from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
 
@@ -19,54 +20,28 @@ from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
 _ARCHIVED = ("novelty", "novelty_lc")
 
 
-@dataclass(frozen=True)
-class ReplacementConfig:
-    """How members are replaced, per role, every ``replace_every`` steps.
+class MemberListener(Protocol):
+    """What an environment implements to follow births and deaths (e.g. an adapter host that
+    must load a newborn's adapter and drop a dead member's)."""
 
-    Attributes:
-        replace_every: Steps between replacements (0: never).
-        cull_fraction: Fraction of each role culled (at least one member when positive).
-        selection: Parent selection scheme (a name in ``SELECTIONS``).
-        selection_params: Keyword parameters of the selection scheme.
-        operators: Operator name -> weight; names come from ``MUTATIONS`` or ``CROSSOVERS``.
-        operator_params: Operator name -> keyword parameters. A crossover's ``n_parents``
-            (default 2) sets how many parents it takes.
-        elitism: The best ``elitism`` members of a role are never culled.
-        ranking: Scheme whose order ranks members for culling (distinct, best first:
-            ``rating_lcb``, ``truncation``, ``nsga2``, ``nsga3``, ``spea2``, ``novelty``...).
-    """
+    def member_born(self, ind: Individual) -> None:
+        """``ind`` has joined the population (a founder or a child)."""
 
-    replace_every: int = 10
-    cull_fraction: float = 0.25
-    selection: str = "rating_lcb"
-    selection_params: Mapping[str, Any] = field(default_factory=dict)
-    operators: Mapping[str, float] = field(default_factory=lambda: {"svd_merge": 0.5, "gaussian": 0.5})
-    operator_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    elitism: int = 0
-    ranking: str = "rating_lcb"
-
-    def __post_init__(self) -> None:
-        if self.replace_every < 0:
-            raise ValueError(f"ReplacementConfig.replace_every must be >= 0, got {self.replace_every}")
-        if not 0.0 <= self.cull_fraction <= 1.0:
-            raise ValueError(f"ReplacementConfig.cull_fraction must be in [0, 1], got {self.cull_fraction}")
-        if self.elitism < 0:
-            raise ValueError(f"ReplacementConfig.elitism must be >= 0, got {self.elitism}")
-        if not self.operators or any(w < 0 for w in self.operators.values()) or sum(self.operators.values()) <= 0:
-            raise ValueError(f"ReplacementConfig.operators needs non-negative weights, not all zero: {dict(self.operators)}")
-
-    def due(self, step: int) -> bool:
-        """Whether replacement runs after ``step`` (0-based): every ``replace_every`` steps."""
-        return self.replace_every > 0 and (step + 1) % self.replace_every == 0
+    def member_died(self, ind: Individual) -> None:
+        """``ind`` has left the population."""
 
 
 class EvolutionLoop:
-    """Selection, variation and replacement over a :class:`Population`, with lineage recorded.
+    """The one owner of births and deaths: founding, replacement, lineage, snapshots.
 
-    Environments call :meth:`replace` every ``replace_every`` steps (PopuLoRA): per role, rank
-    the members, cull the bottom fraction, select parents among the survivors, make children
-    with a weighted mix of operators, record every birth and death, and start children at a
-    fresh rating. Generic optimisers use :meth:`ask` / :meth:`tell` instead (mu + lambda).
+    Every environment founds its members through :meth:`found` and calls :meth:`replace` every
+    ``replace_every`` steps (PopuLoRA): per role, rank the members, cull the bottom fraction
+    (members whose genome is not finite first), select parents among the survivors, make
+    children with a weighted mix of operators, record every birth and death in the lineage,
+    keep the ratings in step (the dead lose theirs, children get one by the configured
+    ``newborn`` rule), and tell the listeners (e.g. the adapter host) who was born and who
+    died. :meth:`snapshot` freezes the living members into the :attr:`hall` of fame. Generic
+    optimisers use :meth:`ask` / :meth:`tell` instead (mu + lambda).
 
     Args:
         population: The population to evolve (shared with the environment).
@@ -77,6 +52,7 @@ class EvolutionLoop:
         objectives: Role -> objective names (or :class:`redqueen.fitness.Objectives`) that set
             members' fitness before ranking and selection. Roles without an entry use
             ``("rating",)`` (mu - 3 sigma) when every member is rated, else keep their fitness.
+        listeners: Told of every birth and death (see :class:`MemberListener`).
 
     With ``novelty`` or ``novelty_lc`` selection and no ``archive`` in ``selection_params``, the
     loop keeps one :class:`redqueen.fitness.NoveltyArchive` per role (in :attr:`archives` and the
@@ -94,6 +70,7 @@ class EvolutionLoop:
         rng: np.random.Generator | int | None = None,
         *,
         objectives: Mapping[str, Sequence[str] | Objectives] | None = None,
+        listeners: Sequence[MemberListener] = (),
     ) -> None:
         from redqueen.evo.operators import CROSSOVERS, MUTATIONS
 
@@ -105,6 +82,7 @@ class EvolutionLoop:
             role: spec if isinstance(spec, Objectives) else Objectives(tuple(spec))
             for role, spec in (objectives or {}).items()
         }
+        self.listeners: list[MemberListener] = list(listeners)
         self._kinds: dict[str, str] = {}
         for name in self.config.operators:
             if name in MUTATIONS:
@@ -117,35 +95,64 @@ class EvolutionLoop:
         self._sizes: dict[str, int] = {}
         #: Per-role archives of past behaviours for novelty selection (when none is configured).
         self.archives: dict[str, NoveltyArchive] = {}
+        #: Frozen copies of past members (see :meth:`snapshot`).
+        self.hall = HallOfFame(capacity=self.config.hall_of_fame)
 
-    # -- replacement -----------------------------------------------------------------------
+    # -- births and deaths -----------------------------------------------------------------
+    def found(self, ind: Individual, ratings: RatingSystem | None = None, step: int = 0) -> Individual:
+        """Admit a founder: population, lineage, a fresh rating (when ``ratings`` is given), listeners."""
+        self._admit(ind, step, ratings, None)
+        return ind
+
     def replace(self, step: int, ratings: RatingSystem | None = None) -> tuple[list[Individual], list[str]]:
         """Cull and refill every role once; returns ``(births, deaths)``.
 
         Args:
             step: Current step (stamped on births and deaths).
-            ratings: Ratings to read members' (mu, sigma) from; children get fresh ratings here.
+            ratings: Ratings to read members' (mu, sigma) from; the dead lose theirs and
+                children get one by the ``newborn`` rule.
+
+        Raises:
+            RuntimeError: If every member of a role has a non-finite genome (no parent is left).
         """
         self.sync_ratings(ratings)
         births: list[Individual] = []
         deaths: list[str] = []
+        cfg = self.config
         for role in self.population.roles:
             members = self.population.members(role)
-            n = len(members)
-            n_cull = min(max(1, round(self.config.cull_fraction * n)), n - max(1, self.config.elitism))
-            if self.config.cull_fraction <= 0 or n_cull <= 0:
+            if cfg.cull_fraction <= 0 or not members:
                 continue
-            ranked = [members[i] for i in self.rank(role, members)]
-            survivors, culled = ranked[:-n_cull], ranked[-n_cull:]
-            children = self._breed(role, survivors, n_cull, step)
+            broken = [m for m in members if not _genome_is_finite(m.genome)]
+            if len(broken) == len(members):
+                raise RuntimeError(f"EvolutionLoop.replace: every {role} has a non-finite genome")
+            broken_ids = {m.id for m in broken}
+            healthy = [m for m in members if m.id not in broken_ids]
+            n = len(members)
+            n_cull = min(max(1, round(cfg.cull_fraction * n)), n - max(1, cfg.elitism))
+            ranked = [healthy[i] for i in self.rank(role, healthy)] if healthy else []
+            protected = {m.id for m in ranked[: cfg.elitism]}
+            protected.update(m.id for m in ranked if step - m.birth < cfg.grace)
+            cullable = [m for m in reversed(ranked) if m.id not in protected]  # worst first
+            culled = broken + cullable[: max(0, n_cull - len(broken))]
+            gone = {m.id for m in culled}
+            survivors = [m for m in ranked if m.id not in gone]
+            if not culled:
+                continue
+            children = self._breed(role, survivors, len(culled), step)
             for dead in culled:
-                self.population.kill(dead.id, step)
-                self.lineage.record_death(dead.id, step, dead)
+                self._dismiss(dead, step, ratings)
                 deaths.append(dead.id)
+            survivor_ratings = [m.rating for m in survivors if m.rating is not None]
             for child in children:
-                self._admit(child, step, ratings)
+                parents = [self.population.get(p).rating for p in child.parents]
+                self._admit(child, step, ratings, (parents, survivor_ratings))
                 births.append(child)
         return births, deaths
+
+    def snapshot(self, step: int) -> list[FrozenMember]:
+        """Freeze every living member into :attr:`hall` as of ``step`` (steps completed)."""
+        return self.hall.snapshot(step, self.population.living)
 
     def rank(self, role: str, members: Sequence[Individual]) -> list[int]:
         """Indices of ``members`` best first, by the configured ranking scheme."""
@@ -213,13 +220,14 @@ class EvolutionLoop:
         self._pending = None
         for child in children:
             self.population.add(child)
+            for listener in self.listeners:
+                listener.member_born(child)
         deaths: list[str] = []
         for role, size in self._sizes.items():
             members = self.population.members(role)
             ranked = [members[i] for i in self.rank(role, members)]
             for dead in ranked[size:]:
-                self.population.kill(dead.id, step)
-                self.lineage.record_death(dead.id, step, dead)
+                self._dismiss(dead, step, None)
                 deaths.append(dead.id)
         return [c for c in children if c.alive], deaths
 
@@ -265,19 +273,44 @@ class EvolutionLoop:
             return 1
         return max(1, int(self.config.operator_params.get(op, {}).get("n_parents", 2)))
 
-    def _admit(self, child: Individual, step: int, ratings: RatingSystem | None) -> None:
-        self.population.add(child)
-        self.lineage.record_birth(child, step)
+    def _admit(
+        self,
+        ind: Individual,
+        step: int,
+        ratings: RatingSystem | None,
+        heritage: tuple[list[Any], list[tuple[float, float]]] | None,
+    ) -> None:
+        """Add ``ind`` with its lineage record and first rating; ``heritage`` is a child's
+        (parents' ratings, survivors' ratings), ``None`` for a founder."""
+        self.population.add(ind)
+        self.lineage.record_birth(ind, step)
         if ratings is not None:
-            child.rating = ratings.add(child.id)
+            initial = (ratings.mu, ratings.sigma)
+            if heritage is None:
+                ind.rating = ratings.add(ind.id)
+            else:
+                parents = [tuple(r) for r in heritage[0] if r is not None]
+                rating = newborn_rating(self.config.newborn, parents, heritage[1], initial, self.rng)
+                ind.rating = ratings.set(ind.id, rating)
+        for listener in self.listeners:
+            listener.member_born(ind)
+
+    def _dismiss(self, ind: Individual, step: int, ratings: RatingSystem | None) -> None:
+        self.population.kill(ind.id, step)
+        self.lineage.record_death(ind.id, step, ind)
+        if ratings is not None:
+            ratings.remove(ind.id)
+        for listener in self.listeners:
+            listener.member_died(ind)
 
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """RNG states (numpy and torch), so a resumed run draws the same choices."""
+        """RNG states (numpy and torch), novelty archives and the hall of fame (plain data)."""
         return {
             "rng": self.rng.bit_generator.state,
             "torch_rng": self.torch_rng.get_state(),
             "archives": {role: archive.state_dict() for role, archive in self.archives.items()},
+            "hall": self.hall.state_dict(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -288,3 +321,5 @@ class EvolutionLoop:
         for role, archive_state in state.get("archives", {}).items():
             self.archives[role] = NoveltyArchive()
             self.archives[role].load_state_dict(archive_state)
+        if "hall" in state:
+            self.hall.load_state_dict(state["hall"])

@@ -32,20 +32,8 @@ def _import_environments() -> Any:
 
 
 def replacement_config(cfg: ExperimentConfig) -> Any:
-    """The evolution section as the evolution core's ``ReplacementConfig``."""
-    from redqueen.evo import ReplacementConfig
-
-    evo = cfg.evolution
-    return ReplacementConfig(
-        replace_every=evo.replace_every,
-        cull_fraction=evo.cull_fraction,
-        selection=evo.selection,
-        selection_params=dict(evo.selection_params),
-        operators=dict(evo.operators),
-        operator_params={name: dict(params) for name, params in evo.operator_params.items()},
-        elitism=evo.elitism,
-        ranking=evo.ranking,
-    )
+    """The evolution section as the evolution core's ``ReplacementConfig`` (its one schema)."""
+    return cfg.evolution.replacement()
 
 
 def _teacher_reward(cfg: ExperimentConfig) -> Any:
@@ -68,7 +56,7 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
     Keys are the names environments use for their keyword-only parameters; values are
     thunks so that settings an environment does not take are never built.
     """
-    pop, evo = cfg.population, cfg.evolution
+    pop = cfg.population
     return {
         "seed": lambda: cfg.seed,
         "teachers": lambda: pop.teachers,
@@ -81,14 +69,7 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
         "init": lambda: pop.init,
         "init_std": lambda: pop.init_std,
         "replacement": lambda: replacement_config(cfg),
-        "replace_every": lambda: evo.replace_every,
-        "cull_fraction": lambda: evo.cull_fraction,
-        "selection": lambda: evo.selection,
-        "selection_params": lambda: dict(evo.selection_params),
-        "operators": lambda: dict(evo.operators),
-        "operator_params": lambda: {k: dict(v) for k, v in evo.operator_params.items()},
-        "elitism": lambda: evo.elitism,
-        "ranking": lambda: evo.ranking,
+        "matchmaker": lambda: cfg.matchmaking.matchmaker(),
         "tasks_per_teacher": lambda: cfg.environment.tasks_per_teacher,
         "answers_per_task": lambda: cfg.environment.answers_per_task,
         "teacher_reward": lambda: _teacher_reward(cfg),
@@ -244,7 +225,12 @@ def _build_coevolution(cfg: ExperimentConfig) -> Any:
             "population.teachers and population.students: co-evolution needs at least one of each"
         )
     kwargs = _code_env_kwargs(cfg)
-    kwargs.update(teachers=pop.teachers, students=pop.students, replacement=replacement_config(cfg))
+    kwargs.update(
+        teachers=pop.teachers,
+        students=pop.students,
+        replacement=replacement_config(cfg),
+        matchmaker=cfg.matchmaking.matchmaker(),
+    )
     return _construct(CoevolutionEnv, cfg, _with_cluster_host(cfg, kwargs))
 
 
@@ -260,6 +246,7 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
         raise ConfigError("population.solo: selfplay needs at least one solo agent")
     kwargs = _code_env_kwargs(cfg)
     kwargs["solo"] = cfg.population.solo
+    kwargs["replacement"] = replacement_config(cfg)
     return _construct(SelfPlayEnv, cfg, _with_cluster_host(cfg, kwargs))
 
 

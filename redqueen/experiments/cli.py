@@ -30,6 +30,7 @@ from rich.progress import (
 from rich.table import Table
 
 from redqueen._registry import ALL_REGISTRIES
+from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.evaluation.command import eval_command
 
 app = typer.Typer(
@@ -266,6 +267,7 @@ def export_command(
 
 
 app.command("eval")(eval_command)
+app.command("ciao")(ciao_command)
 
 
 @app.command("list")

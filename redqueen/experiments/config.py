@@ -147,33 +147,92 @@ class EnvironmentConfig(_Section):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class EvolutionConfig(_Section):
-    """The replacement step: every ``replace_every`` steps, per role, the bottom
-    ``cull_fraction`` (by ``ranking``) is replaced by children of parents chosen by ``selection``,
-    made by operators drawn from ``operators`` (name -> weight). ``replace_every: 0`` never replaces."""
+def _replacement_default(name: str) -> Any:
+    """The default of one :class:`redqueen.evo.ReplacementConfig` field: the evolution core's
+    schema is the one truth for the replacement step's defaults (read lazily, so that reading a
+    configuration does not load torch)."""
 
-    replace_every: int = Field(2, ge=0)
-    cull_fraction: float = Field(0.25, gt=0, lt=1)
-    selection: str = "tournament"
-    selection_params: dict[str, Any] = Field(default_factory=dict)
-    ranking: str = "rating_lcb"
-    operators: dict[str, float] = Field(default_factory=lambda: {"svd_merge": 0.5, "gaussian": 0.5})
-    operator_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    elitism: int = Field(0, ge=0)
+    def make() -> Any:
+        from redqueen.evo import ReplacementConfig
+
+        value = getattr(ReplacementConfig(), name)
+        if isinstance(value, Mapping):
+            return {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
+        return value
+
+    return make
+
+
+class EvolutionConfig(_Section):
+    """The replacement step, field for field :class:`redqueen.evo.ReplacementConfig` (the one
+    schema, whose docstring explains each key and which supplies every default and check).
+
+    Every ``replace_every`` steps, per role, the bottom ``cull_fraction`` (by ``ranking``) is
+    replaced by children of parents chosen by ``selection``, made by operators drawn from
+    ``operators`` (name -> weight); ``replace_every: 0`` never replaces. ``newborn`` sets a
+    child's first rating (``survivor``, the default, is fair to newborns in a neutral game;
+    ``parents``; ``fresh``), ``grace`` exempts members younger than that many steps from
+    culling, ``snapshot_every`` freezes the members into the hall of fame and the run
+    directory's ``snapshots/`` (0: never), ``hall_of_fame`` is how many snapshots stay in memory.
+    """
+
+    replace_every: int = Field(default_factory=_replacement_default("replace_every"))
+    cull_fraction: float = Field(default_factory=_replacement_default("cull_fraction"))
+    selection: str = Field(default_factory=_replacement_default("selection"))
+    selection_params: dict[str, Any] = Field(
+        default_factory=_replacement_default("selection_params")
+    )
+    ranking: str = Field(default_factory=_replacement_default("ranking"))
+    operators: dict[str, float] = Field(default_factory=_replacement_default("operators"))
+    operator_params: dict[str, dict[str, Any]] = Field(
+        default_factory=_replacement_default("operator_params")
+    )
+    elitism: int = Field(default_factory=_replacement_default("elitism"))
+    newborn: Literal["survivor", "parents", "fresh"] = Field(
+        default_factory=_replacement_default("newborn")
+    )
+    grace: int = Field(default_factory=_replacement_default("grace"))
+    snapshot_every: int = Field(default_factory=_replacement_default("snapshot_every"))
+    hall_of_fame: int = Field(default_factory=_replacement_default("hall_of_fame"))
 
     @model_validator(mode="after")
-    def _check_operators(self) -> EvolutionConfig:
-        if not self.operators:
-            raise ValueError("operators: at least one operator is needed")
-        for name, weight in self.operators.items():
-            if weight < 0:
-                raise ValueError(f"operators.{name}: weight must be >= 0, got {weight}")
-        if sum(self.operators.values()) <= 0:
-            raise ValueError("operators: weights must not all be zero")
-        for name in self.operator_params:
-            if name not in self.operators:
-                raise ValueError(f"operator_params.{name}: not in operators")
+    def _check(self) -> EvolutionConfig:
+        self.replacement()  # the schema's own checks; messages name the field
         return self
+
+    def replacement(self) -> Any:
+        """This section as the evolution core's :class:`redqueen.evo.ReplacementConfig`.
+
+        Raises:
+            ValueError: ``"<field>: <problem>"`` when a value is out of range.
+        """
+        from redqueen.evo import ReplacementConfig
+
+        return ReplacementConfig(**self.model_dump())
+
+
+class MatchmakingConfig(_Section):
+    """PFSP matchmaking (:class:`redqueen.fitness.PFSPMatchmaker`).
+
+    Attributes:
+        weighting: ``variance`` (p(1-p), balanced matches first), ``hard`` or ``uniform``.
+        floor: Added to every weight so that no pairing is impossible.
+        hall_of_fame_share: Probability that an opponent is a frozen past member from the hall
+            of fame (each teacher's student, and an extra past teacher per student); needs
+            ``evolution.snapshot_every`` > 0 to have past members to draw.
+    """
+
+    weighting: Literal["variance", "hard", "uniform"] = "variance"
+    floor: float = Field(1e-3, ge=0)
+    hall_of_fame_share: float = Field(0.0, ge=0, le=1)
+
+    def matchmaker(self) -> Any:
+        """This section as a :class:`redqueen.fitness.PFSPMatchmaker`."""
+        from redqueen.fitness import PFSPMatchmaker
+
+        return PFSPMatchmaker(
+            weighting=self.weighting, floor=self.floor, hall_of_fame_share=self.hall_of_fame_share
+        )
 
 
 class ObjectivesConfig(_Section):
@@ -240,7 +299,8 @@ class ExperimentConfig(_Section):
     model: ModelConfig = ModelConfig()
     population: PopulationConfig = PopulationConfig()
     environment: EnvironmentConfig = EnvironmentConfig()
-    evolution: EvolutionConfig = EvolutionConfig()
+    evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
+    matchmaking: MatchmakingConfig = MatchmakingConfig()
     objectives: ObjectivesConfig = ObjectivesConfig()
     learner: LearnerSettings = LearnerSettings()
     sampling: SamplingConfig = SamplingConfig()

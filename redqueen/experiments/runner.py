@@ -161,7 +161,8 @@ class Runner:
         return ckpt
 
     def write_lineage_and_population(self) -> None:
-        """Rewrite ``lineage.csv`` and the living members' adapters from the environment."""
+        """Rewrite ``lineage.csv`` and the living members' adapters from the environment, and
+        write its new snapshots (``snapshots/``)."""
         lineage = getattr(self.env, "lineage", None)
         population = getattr(self.env, "population", None)
         if lineage is not None:
@@ -170,6 +171,16 @@ class Runner:
             self.run_dir.write_lineage(lineage)
         if population is not None:
             self.run_dir.write_population(_living_members(population), _base_model_path(self.env))
+        self.write_snapshots()
+
+    def write_snapshots(self) -> None:
+        """Write the environment's snapshots not yet in ``snapshots/`` (each once, as soon as
+        it is taken, so none is lost however few the hall of fame keeps in memory)."""
+        snapshots = getattr(self.env, "snapshots", None)
+        if callable(snapshots):
+            from redqueen.experiments.snapshots import write_snapshots
+
+            write_snapshots(self.run_dir.path, snapshots(), _base_model_path(self.env))
 
     def _write_step(self, record: StepRecord, seconds: float) -> None:
         metrics = dict(record.metrics)
@@ -198,6 +209,7 @@ class Runner:
                 seconds = time.perf_counter() - start
                 self.elapsed += seconds
                 self._write_step(record, seconds)
+                self.write_snapshots()
                 for callback in callbacks:
                     callback(record, self)
                 if self.checkpoint_every and self.step_count % self.checkpoint_every == 0:

@@ -1,7 +1,8 @@
 """Fitness: rewards, ratings, matchmaking, objectives, behaviour descriptors, novelty, diversity.
 
 - :class:`TeacherReward`, :class:`StudentReward`: the verifiable rewards of PopuLoRA / AZR.
-- :class:`RatingSystem`: TrueSkill-style (mu, sigma) ratings with ``lcb = mu - 3 sigma``.
+- :class:`RatingSystem`: TrueSkill-style (mu, sigma) ratings; :func:`conservative_rating` is
+  ``mu - 3 sigma``, the one formula every ranking and report uses.
 - :class:`PFSPMatchmaker`: prioritised fictitious self-play pairing, weight p(1-p).
 - :class:`Objectives`, :data:`OBJECTIVES`: named objectives per role -> DEAP fitness vectors.
 - :func:`behaviour_descriptor`, :func:`novelty_scores`, :class:`NoveltyArchive`.
@@ -19,10 +20,11 @@ from redqueen.fitness._novelty import (
     novelty_scores,
 )
 from redqueen.fitness._objectives import OBJECTIVES, Objectives, objective_matrix
-from redqueen.fitness._ratings import RatingSystem
+from redqueen.fitness._ratings import CONSERVATIVE_K, RatingSystem, conservative_rating
 from redqueen.fitness._rewards import StudentReward, TeacherReward
 
 __all__ = [
+    "CONSERVATIVE_K",
     "OBJECTIVES",
     "NoveltyArchive",
     "Objectives",
@@ -32,6 +34,7 @@ __all__ = [
     "TeacherReward",
     "behaviour_descriptor",
     "behavioural_diversity",
+    "conservative_rating",
     "genotypic_diversity",
     "novelty_scores",
     "objective_matrix",

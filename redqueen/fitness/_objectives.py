@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redqueen._registry import Registry
+from redqueen.fitness._ratings import conservative_rating
 
 #: Objective functions ``f(individual) -> float`` by name; any other name reads ``ind.objectives``.
 OBJECTIVES: Registry[Callable[[Any], float]] = Registry("objective")
@@ -15,8 +16,7 @@ OBJECTIVES: Registry[Callable[[Any], float]] = Registry("objective")
 @OBJECTIVES.register("rating_lcb")
 def rating_lcb(ind: Any) -> float:
     """Conservative skill mu - 3 sigma (PopuLoRA's ranking)."""
-    mu, sigma = _rating(ind)
-    return mu - 3.0 * sigma
+    return conservative_rating(*_rating(ind))
 
 
 OBJECTIVES.register("rating")(rating_lcb)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -9,13 +10,27 @@ from openskill.models import PlackettLuce, ThurstoneMostellerFull
 
 _MODELS = {"plackett_luce": PlackettLuce, "thurstone_mosteller": ThurstoneMostellerFull}
 
+#: How many standard deviations the conservative rating subtracts (PopuLoRA, TrueSkill).
+CONSERVATIVE_K = 3.0
+
+
+def conservative_rating(mu: float, sigma: float, k: float = CONSERVATIVE_K) -> float:
+    """The conservative skill estimate ``mu - k * sigma`` (``k = 3`` by default).
+
+    TrueSkill's leaderboard rule (Herbrich, Minka & Graepel, NeurIPS 2006) and PopuLoRA's
+    ranking: a member is ranked by a skill it has at least with probability ~99.9%, so a lucky
+    newcomer with few matches does not outrank a proven member. Every place that ranks or
+    reports by the conservative rating calls this function.
+    """
+    return float(mu) - float(k) * float(sigma)
+
 
 class RatingSystem:
     """Bayesian skill ratings (mu, sigma) updated from pairwise match outcomes.
 
     A thin, checkpointable layer over openskill's Weng-Lin models (Weng & Lin, "A Bayesian
     approximation method for online ranking", JMLR 2011), which behave like TrueSkill. PopuLoRA
-    ranks members by the conservative estimate ``lcb = mu - 3 sigma``, so a lucky newcomer
+    ranks members by the conservative estimate ``lcb = mu - 3 sigma`` (:func:`conservative_rating`), so a lucky newcomer
     with few matches does not outrank a proven member.
 
     Args:
@@ -77,15 +92,40 @@ class RatingSystem:
         except KeyError:
             raise KeyError(f"RatingSystem has no rating for {id!r}; call add() first") from None
 
-    def lcb(self, id: str, c: float = 3.0) -> float:  # noqa: A002
-        """Conservative skill ``mu - c * sigma`` (c = 3 by default, as in PopuLoRA)."""
-        mu, sigma = self.get(id)
-        return mu - c * sigma
+    def set(self, id: str, rating: tuple[float, float]) -> tuple[float, float]:  # noqa: A002
+        """Give ``id`` the rating ``(mu, sigma)`` (e.g. a newborn's inherited rating).
 
-    def win_probability(self, a: str, b: str) -> float:
-        """Predicted probability that ``a`` beats ``b``."""
+        Raises:
+            ValueError: If sigma is not positive or either value is not finite.
+        """
+        mu, sigma = float(rating[0]), float(rating[1])
+        if not (math.isfinite(mu) and math.isfinite(sigma)) or sigma <= 0:
+            raise ValueError(f"RatingSystem.set: rating of {id!r} needs a finite mu and sigma > 0, got {rating}")
+        self._ratings[id] = (mu, sigma)
+        return self._ratings[id]
+
+    def lcb(self, id: str, c: float = CONSERVATIVE_K) -> float:  # noqa: A002
+        """Conservative skill ``mu - c * sigma`` (:func:`conservative_rating`)."""
+        mu, sigma = self.get(id)
+        return conservative_rating(mu, sigma, c)
+
+    def win_probability(self, a: str | tuple[float, float], b: str | tuple[float, float]) -> float:
+        """Predicted probability that ``a`` beats ``b``; each is an id or a ``(mu, sigma)``
+        rating (e.g. a frozen past member's)."""
         ra, rb = self._rating(a), self._rating(b)
         return float(self._model.predict_win([[ra], [rb]])[0])
+
+    def record_against(self, id: str, opponent: tuple[float, float], score: float, opponent_score: float) -> None:  # noqa: A002
+        """Update only ``id``'s rating from a match against a frozen opponent of rating
+        ``opponent`` (a hall-of-fame member, whose rating does not move)."""
+        rated, frozen = self._rating(id), self._rating(opponent)
+        if score == opponent_score:
+            [[new], _] = self._model.rate([[rated], [frozen]], ranks=[0, 0])
+        elif score > opponent_score:
+            [[new], _] = self._model.rate([[rated], [frozen]], ranks=[0, 1])
+        else:
+            _, [new] = self._model.rate([[frozen], [rated]], ranks=[0, 1])
+        self._ratings[id] = (float(new.mu), float(new.sigma))
 
     def record(self, winner: str, loser: str, draw: bool = False) -> None:
         """Update both ratings from one match (a draw when ``draw``)."""
@@ -120,9 +160,9 @@ class RatingSystem:
         self.__init__(state["mu"], state["sigma"], model=state["model"], beta=state["beta"], tau=state["tau"])
         self._ratings = {k: (float(v[0]), float(v[1])) for k, v in state["ratings"].items()}
 
-    def _rating(self, id: str):  # noqa: A002
-        mu, sigma = self.get(id)
-        return self._model.rating(mu=mu, sigma=sigma, name=id)
+    def _rating(self, id: str | tuple[float, float]):  # noqa: A002
+        mu, sigma = self.get(id) if isinstance(id, str) else (float(id[0]), float(id[1]))
+        return self._model.rating(mu=mu, sigma=sigma, name=id if isinstance(id, str) else None)
 
     def __repr__(self) -> str:
         return f"RatingSystem(model={self.model_name!r}, n={len(self._ratings)})"

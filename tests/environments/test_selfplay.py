@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from redqueen.environments import SelfPlayEnv
+from redqueen.environments.task_buffer import TaskBuffers
 from redqueen.experiments.build import build_environment
 from redqueen.experiments.config import ConfigError, load_config
 
@@ -27,6 +28,7 @@ def test_selfplay_runs_a_step_on_its_own_tasks():
     try:
         assert isinstance(env, SelfPlayEnv)
         record = env.step()
+        state = env.state_dict()
     finally:
         env.close()
     solo = [ind.id for ind in env.population.members("solo")]
@@ -41,6 +43,31 @@ def test_selfplay_runs_a_step_on_its_own_tasks():
     assert "best_rating" not in record.metrics  # solo agents play no matches
     assert all(row["mu"] is None and "solve_rate" in row["objectives"] for row in record.ratings)
     assert not record.births and not record.deaths and env.step_count == 1
+    # Independent agents: each keeps its own task buffer, fed only by its own valid tasks.
+    assert isinstance(env.buffer, TaskBuffers) and set(env.buffer.owners) == set(solo)
+    programs = {agent: [t.program for t in env.buffer.of(agent)][1:] for agent in solo}  # after the seed
+    for agent in solo:
+        assert len(programs[agent]) == sum(row["valid"] for row in record.tasks if row["teacher"] == agent)
+    assert record.metrics["buffer_size"] == pytest.approx(1 + valid / 2)
+    restored = TaskBuffers(capacity=1)
+    restored.load_state_dict(state["buffer"])
+    assert {a: [t.program for t in restored.of(a)][1:] for a in solo} == programs
+
+
+def test_task_buffers_keep_proposers_apart():
+    import random
+
+    from redqueen.environments.task_buffer import IDENTITY_TRIPLET, buffer_for
+    from redqueen.verifiers import Triplet
+
+    buffers = TaskBuffers(capacity=2, owners=["a"])
+    buffer_for(buffers, "a").add(Triplet(program="def f(x):\n    return 1", input="1", output="1"))
+    buffer_for(buffers, "b").add(Triplet(program="def f(x):\n    return 2", input="1", output="2"))
+    buffer_for(buffers, "b").add(Triplet(program="def f(x):\n    return 3", input="1", output="3"))
+    assert [t.output for t in buffers.of("a")] == [IDENTITY_TRIPLET.output, "1"]
+    assert [t.output for t in buffers.of("b")] == ["2", "3"]  # full: the oldest went first
+    assert {t.output for t in buffers.of("a").sample(5, random.Random(0))} <= {IDENTITY_TRIPLET.output, "1"}
+    assert len(buffers) == 4 and buffers.owners == ["a", "b"]
 
 
 def test_selfplay_refuses_replacement():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import numpy as np
@@ -10,10 +11,11 @@ import torch
 
 from redqueen.environments.base import ENVIRONMENTS
 from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.evo import ReplacementConfig
 from redqueen.fitness import TeacherReward
 
-SMALL = dict(teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3, replace_every=2,
-             operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="tournament")
+REPLACEMENT = ReplacementConfig(replace_every=2, operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="tournament")
+SMALL = dict(teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3, replacement=REPLACEMENT)
 
 
 def _strip(metrics):
@@ -77,7 +79,8 @@ def test_seeded_and_resumes_bit_for_bit():
 
 
 def test_students_learn_their_tasks():
-    env = SurrogateEnv(seed=0, replace_every=0, learn=True, **{k: v for k, v in SMALL.items() if k != "replace_every"})
+    small = {**SMALL, "replacement": dataclasses.replace(REPLACEMENT, replace_every=0)}
+    env = SurrogateEnv(seed=0, learn=True, **small)
     before = np.mean([env.evaluate(s.genome)["error"] for s in env.population.members("student")])
     for _ in range(6):
         env.step()
@@ -92,7 +95,11 @@ def test_builds_from_the_surrogate_preset():
     from redqueen.experiments.build import kwargs_for
     from redqueen.experiments.config import load_config
 
-    cfg = load_config("surrogate", overrides=["population.teachers=2", "population.students=2"])
+    cfg = load_config(
+        "surrogate",
+        overrides=["population.teachers=2", "population.students=2", "matchmaking.hall_of_fame_share=0.4"],
+    )
     env = SurrogateEnv(**kwargs_for(SurrogateEnv, cfg))
     assert len(env.population.members("teacher")) == 2 and env.replacement.selection == cfg.evolution.selection
+    assert env.replacement == cfg.evolution.replacement() and env.matchmaker.hall_of_fame_share == 0.4
     assert np.isfinite(env.step().metrics["solve_rate"])

@@ -1,6 +1,8 @@
-"""EvolutionLoop: replacement per role, lineage, fresh ratings, ask/tell, seeded resume."""
+"""EvolutionLoop: replacement per role, lineage, newborn ratings, ask/tell, seeded resume."""
 
 from __future__ import annotations
+
+import io
 
 import numpy as np
 import pytest
@@ -46,10 +48,12 @@ def test_replace_culls_the_bottom_and_records_lineage():
         for child in (b for b in births if b.role == role):
             assert set(child.parents) <= survivors
             assert child.genome.rank == 2 and child.genome.alpha == 4.0
-            assert child.rating == (25.0, pytest.approx(25 / 3))
+            assert child.rating in {ratings.get(s) for s in survivors}  # the default newborn rule
+            assert ratings.get(child.id) == child.rating
             assert child.birth == 7 and lin[child.id].origin_time == 7 and lin[child.id].operator == child.operator
             assert child.operator in ("svd_merge", "gaussian")
     assert all(lin[d].destruction_time == 7 for d in deaths)
+    assert not set(deaths) & set(ratings)
 
 
 def test_elitism_protects_the_best_even_when_everything_else_goes():
@@ -136,3 +140,64 @@ def test_novelty_selection_keeps_an_archive_per_role_through_resume():
     again = EvolutionLoop(pop, lin, cfg, 1)
     again.load_state_dict(loop.state_dict())
     assert np.array_equal(again.archives["student"].descriptors, loop.archives["student"].descriptors)
+
+
+def test_a_member_with_a_non_finite_genome_is_culled_first_and_never_a_parent():
+    pop, lin, ratings = _world()
+    best = max(pop.members("teacher"), key=lambda m: ratings.lcb(m.id))
+    (name, (a, b)), *_ = best.genome.items()
+    best.genome = best.genome.replace({name: (torch.full_like(a, float("nan")), b)})
+    cfg = ReplacementConfig(cull_fraction=0.25, elitism=1, operators={"gaussian": 1.0})
+    births, deaths = EvolutionLoop(pop, lin, cfg, 0).replace(3, ratings)
+    assert best.id in deaths and best.id not in pop and best.id not in ratings
+    assert all(best.id not in child.parents for child in births)
+
+
+@pytest.mark.parametrize("rule", ["survivor", "parents", "fresh"])
+def test_newborn_rules(rule):
+    pop, lin, ratings = _world()
+    cfg = ReplacementConfig(cull_fraction=0.5, newborn=rule, operators={"svd_merge": 1.0})
+    births, _ = EvolutionLoop(pop, lin, cfg, 0).replace(5, ratings)
+    for child in births:
+        survivors = [m for m in pop.members(child.role) if m.birth < 5]
+        parents = [ratings.get(p) for p in child.parents]
+        if rule == "survivor":
+            assert child.rating in {ratings.get(m.id) for m in survivors}
+        elif rule == "parents":
+            mean_sigma = np.mean([s for _, s in parents])
+            assert child.rating[0] == pytest.approx(np.mean([mu for mu, _ in parents]))
+            assert child.rating[1] == pytest.approx(mean_sigma + 0.5 * (25 / 3 - mean_sigma))
+        else:
+            assert child.rating == (25.0, pytest.approx(25 / 3))
+    with pytest.raises(ValueError, match="newborn"):
+        ReplacementConfig(newborn="lucky")
+
+
+def test_grace_spares_the_young():
+    pop, lin, ratings = _world()
+    cfg = ReplacementConfig(cull_fraction=0.5, grace=3, operators={"gaussian": 1.0}, newborn="fresh")
+    loop = EvolutionLoop(pop, lin, cfg, 0)
+    births, _ = loop.replace(10, ratings)
+    _, deaths = loop.replace(12, ratings)  # the newborns are at the bottom but two steps old
+    assert not {b.id for b in births} & set(deaths) and len(deaths) == 4
+    _, deaths = loop.replace(13, ratings)
+    assert {b.id for b in births} & set(deaths)
+
+
+def test_snapshots_freeze_members_into_the_hall_of_fame_and_resume():
+    pop, lin, ratings = _world()
+    loop = EvolutionLoop(pop, lin, ReplacementConfig(hall_of_fame=2), 0)
+    loop.sync_ratings(ratings)
+    for step in (5, 10, 15):
+        loop.snapshot(step)
+    assert loop.hall.steps == [10, 15] and len(loop.hall.members("teacher")) == 8
+    frozen = loop.hall.get("teacher-0001@15")
+    assert frozen.rating == ratings.get("teacher-0001") and frozen.genome is pop.get("teacher-0001").genome
+    buffer = io.BytesIO()
+    torch.save(loop.state_dict(), buffer)
+    buffer.seek(0)
+    other = EvolutionLoop(pop, lin, ReplacementConfig(), 1)
+    other.load_state_dict(torch.load(buffer, weights_only=True))
+    assert other.hall.steps == [10, 15]
+    restored = other.hall.get("teacher-0001@15")
+    assert restored.rating == frozen.rating and torch.equal(restored.genome.delta_weight("net.0"), frozen.genome.delta_weight("net.0"))

@@ -115,6 +115,11 @@ def test_teacher_reward_variant_resolves_extreme():
             ["evolution.operator_params.ties={k: 1}"],
             "evolution.operator_params.ties: not in operators",
         ),
+        (["evolution.newborn=lucky"], "evolution.newborn:"),
+        (["evolution.grace=-1"], "evolution.grace: must be >= 0"),
+        (["evolution.snapshot_every=-2"], "evolution.snapshot_every: must be >= 0"),
+        (["matchmaking.hall_of_fame_share=2"], "matchmaking.hall_of_fame_share:"),
+        (["matchmaking.bogus=1"], "matchmaking.bogus: unknown key"),
         (["steps"], "expected dotted key=value"),
         (["steps.x=1"], "steps: not a section"),
     ],
@@ -125,6 +130,22 @@ def test_errors_are_one_line_naming_the_field(overrides, expected):
     message = str(info.value)
     assert expected in message
     assert "\n" not in message
+
+
+def test_one_replacement_schema():
+    """The evolution section is the evolution core's ReplacementConfig, field for field, with
+    its defaults: one schema for every environment."""
+    import dataclasses
+
+    from redqueen.evo import ReplacementConfig
+    from redqueen.experiments.config import EvolutionConfig
+
+    schema = ReplacementConfig()
+    section = EvolutionConfig()
+    assert set(EvolutionConfig.model_fields) == {f.name for f in dataclasses.fields(ReplacementConfig)}
+    assert section.replacement() == schema
+    built = load_config("tiny", ["evolution.newborn=parents", "evolution.grace=2"]).evolution.replacement()
+    assert built.newborn == "parents" and built.grace == 2 and built.replace_every == 3  # the preset's
 
 
 def test_missing_preset_and_file(tmp_path):

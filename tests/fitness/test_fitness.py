@@ -18,6 +18,7 @@ from redqueen.fitness import (
     TeacherReward,
     behaviour_descriptor,
     behavioural_diversity,
+    conservative_rating,
     genotypic_diversity,
     novelty_scores,
 )
@@ -81,6 +82,51 @@ def test_pfsp_prefers_balanced_matchups():
     assert [p[0] for p in pairs] == ["t", "even"] and all(p[1] in ("even", "weak") for p in pairs)
     again = PFSPMatchmaker().pair(["t", "even"], ["even", "weak"], ratings, np.random.default_rng(0))
     assert pairs == again
+
+
+def test_pfsp_draws_its_share_of_opponents_from_the_hall_of_fame():
+    ratings = RatingSystem()
+    teachers, students = [f"t{i}" for i in range(4)], [f"s{i}" for i in range(4)]
+    for name in teachers + students:
+        ratings.add(name)
+    past_teachers = {"t0@5": (27.0, 4.0), "t1@5": None}
+    past_students = {"s0@5": (24.0, 3.0), "s2@5": (30.0, 2.0)}
+    past = {**past_teachers, **past_students}
+    # No share, or no past members: exactly the draws of a matchmaker without a hall of fame.
+    plain = PFSPMatchmaker().pair(teachers, students, ratings, np.random.default_rng(1))
+    for matchmaker, kwargs in (
+        (PFSPMatchmaker(hall_of_fame_share=0.0), {"past_teachers": past_teachers, "past_students": past_students}),
+        (PFSPMatchmaker(hall_of_fame_share=0.5), {}),
+    ):
+        assert matchmaker.pair(teachers, students, ratings, np.random.default_rng(1), **kwargs) == plain
+    matchmaker, rng = PFSPMatchmaker(hall_of_fame_share=0.3), np.random.default_rng(2)
+    from_past = extra = rounds = 0
+    for _ in range(500):
+        pairs = matchmaker.pair(teachers, students, ratings, rng, past_teachers=past_teachers, past_students=past_students)
+        regular, added = pairs[: len(teachers)], pairs[len(teachers) :]
+        assert [t for t, _ in regular] == teachers and all(t in past_teachers and s in students for t, s in added)
+        from_past += sum(s in past for _, s in regular)
+        extra += len(added)
+        rounds += 1
+    assert from_past / (rounds * len(teachers)) == pytest.approx(0.3, abs=0.03)
+    assert extra / (rounds * len(students)) == pytest.approx(0.3, abs=0.03)
+    with pytest.raises(ValueError, match="hall_of_fame_share"):
+        PFSPMatchmaker(hall_of_fame_share=1.5)
+
+
+def test_a_match_against_a_frozen_opponent_moves_only_the_living_rating():
+    ratings = RatingSystem()
+    ratings.add("s")
+    ratings.record_against("s", (25.0, 2.0), 1.0, 0.0)
+    assert ratings.get("s")[0] > 25.0 and len(ratings) == 1
+    mu = ratings.get("s")[0]
+    ratings.record_against("s", (25.0, 2.0), 0.0, 1.0)
+    assert ratings.get("s")[0] < mu
+    assert ratings.win_probability("s", (40.0, 1.0)) < 0.1
+    ratings.set("s", (30.0, 1.0))
+    assert ratings.lcb("s") == conservative_rating(30.0, 1.0) == 27.0
+    with pytest.raises(ValueError, match="sigma"):
+        ratings.set("s", (30.0, 0.0))
 
 
 def test_objectives_assign_fitness():

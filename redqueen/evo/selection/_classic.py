@@ -14,6 +14,7 @@ from redqueen.evo.selection._base import (
     cycle,
     weighted_values,
 )
+from redqueen.fitness import CONSERVATIVE_K, conservative_rating
 
 
 @SELECTIONS.register("tournament")
@@ -42,7 +43,7 @@ def truncation(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) 
 
 
 @SELECTIONS.register("rating_lcb")
-def rating_lcb(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, c: float = 3.0) -> list[int]:
+def rating_lcb(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, c: float = CONSERVATIVE_K) -> list[int]:
     """The ``k`` best by conservative skill mu - c sigma (PopuLoRA's default, c = 3).
 
     Herbrich, Minka & Graepel, "TrueSkill: A Bayesian skill rating system", NeurIPS 2006.
@@ -51,7 +52,7 @@ def rating_lcb(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, 
     for ind in individuals:
         if ind.rating is None:
             raise ValueError(f"rating_lcb selection: member {ind.id!r} has no rating")
-        lcb.append(ind.rating[0] - c * ind.rating[1])
+        lcb.append(conservative_rating(ind.rating[0], ind.rating[1], c))
     return cycle(best_first(np.asarray(lcb)[:, None]), k)
 
 
