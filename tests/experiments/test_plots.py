@@ -86,7 +86,7 @@ def test_load_run_data_reads_lineage_ids_and_ancestors(tmp_path):
     data = load_run_data(run.path)
     by_name = {row["name"]: row for row in data.lineage}
     uid = {name: row["id"] for name, row in by_name.items()}
-    assert by_name["teacher-0002"]["ancestor_list"] == f"[{uid['teacher-0000']}, {uid['teacher-0001']}]"
+    assert by_name["teacher-0002"]["ancestor_list"] == f"[{uid['teacher-0000']},{uid['teacher-0001']}]"
     assert len(data.metrics) == 3 and len(data.ratings) == 12
 
 
