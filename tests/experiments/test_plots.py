@@ -15,7 +15,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
     """A small run: two roles, births by two operators (one crossover), three steps of rows."""
     run = RunDirectory(path)
-    run.write_config({"steps": 3})
+    configured = ["rating", "novelty"] if objectives >= 2 else ["rating"]
+    run.write_config({"steps": 3, "environment": {"name": "coevolution"},
+                      "objectives": {"teacher": configured, "student": configured}})
     lineage = Lineage()
     founders = [Individual(f"{role}-000{i}", role) for role in ("teacher", "student") for i in range(2)]
     for ind in founders:
@@ -94,3 +96,29 @@ def test_load_run_data_reads_lineage_ids_and_ancestors(tmp_path):
 def test_lineage_plots_need_a_lineage(tmp_path, name):
     with pytest.raises(SkipPlot, match="lineage.csv"):
         PLOTS[name](RunData(path=tmp_path))
+
+
+def test_pareto_draws_the_configured_objectives(tmp_path):
+    run = _write_run(tmp_path, with_tasks=False, objectives=3)  # rows hold rating, novelty, size
+    config = run.read_config()
+    config["objectives"] = {"teacher": ["size", "rating"], "student": ["rating"]}
+    run.write_config(config)
+    figure = PLOTS["pareto"](load_run_data(run.path))
+    front = figure.axes[0]
+    assert (front.get_xlabel(), front.get_ylabel()) == ("size", "rating")
+    assert len(figure.axes) == 2  # the single-objective student role is left out
+    expected = [[r["objectives"]["size"], r["lcb"]] for r in run.read_log("ratings")
+                if r["role"] == "teacher" and r["step"] == 2]
+    drawn = np.vstack([c.get_offsets() for c in front.collections[:1]])
+    assert np.allclose(sorted(map(tuple, drawn)), sorted(map(tuple, expected)))
+
+
+def test_single_objective_and_surrogate_runs_skip_pareto_and_complexity(tmp_path):
+    run = _write_run(tmp_path, with_tasks=True, objectives=3)
+    config = run.read_config()
+    config["objectives"] = {"teacher": ["rating"], "student": ["rating"]}
+    config["environment"] = {"name": "surrogate"}
+    run.write_config(config)
+    notes = make_plots(run.path).notes
+    assert {note.split(":")[0] for note in notes} == {"complexity", "pareto"}
+    assert any("surrogate" in note for note in notes)
