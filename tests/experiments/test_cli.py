@@ -195,3 +195,32 @@ def test_surrogate_runs_cannot_be_exported_or_evaluated(tmp_path, surrogate_run)
     assert not (tmp_path / "x").exists()
     line = _bad(["eval", str(surrogate_run), "--benchmark", "code_output"], "surrogate")
     assert "does not fit" not in line
+
+
+def test_version_completion_and_plain_list():
+    from redqueen import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"redqueen {__version__}"
+    script = runner.invoke(app, ["--show-completion", "bash"], prog_name="redqueen")
+    assert script.exit_code == 0 and "_REDQUEEN_COMPLETE" in script.stdout
+    listed = runner.invoke(app, ["list"])
+    assert listed.exit_code == 0
+    assert not any(ch in listed.stdout for ch in "│┌└─")  # no table drawing, one entry per line
+    lines = listed.stdout.splitlines()
+    assert "selection:" in lines and any(line.split()[:1] == ["tournament"] for line in lines)
+
+
+def test_the_command_line_logs_through_a_rich_handler():
+    import logging
+
+    from rich.logging import RichHandler
+
+    assert runner.invoke(app, ["--log-level", "WARNING", "list"]).exit_code == 0
+    logger = logging.getLogger("redqueen")
+    assert logger.level == logging.WARNING
+    assert sum(isinstance(h, RichHandler) for h in logger.handlers) == 1
+    _bad(["--log-level", "LOUD", "list"], "--log-level")
+    for handler in [h for h in logger.handlers if isinstance(h, RichHandler)]:
+        logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)
