@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-
 _log = logging.getLogger(__name__)
 
 
