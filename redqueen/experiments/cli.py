@@ -2,6 +2,7 @@
 
 ``run`` starts an experiment from a preset or YAML file, ``resume`` continues one from its run
 directory, ``plot`` redraws its plots, ``export`` copies a member's adapter out as a PEFT folder,
+``sweep`` runs a grid over seeds on Ray Tune, ``compare`` draws conditions with bootstrap bands,
 and ``list`` shows every registry (operators, selections, environments, presets, plots, ...).
 Bad input exits with status 2 and one line naming the field or file, never a traceback.
 """
@@ -30,6 +31,7 @@ from rich.progress import (
 
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments.evaluation.command import eval_command
+from redqueen.experiments.study_commands import compare_command, sweep_command
 
 app = typer.Typer(
     add_completion=True,
@@ -302,6 +304,8 @@ def export_command(
 
 
 app.command("eval")(eval_command)
+app.command("sweep")(sweep_command)
+app.command("compare")(compare_command)
 
 
 @app.command("list")
