@@ -78,6 +78,16 @@ def test_grid_and_conditions_bad_input(tmp_path):
 @pytest.mark.slow
 def test_sweep_two_schemes_three_seeds_on_ray_then_compare(tmp_path):
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the dev extra installs it)")
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # both sweeps share it
+    try:
+        _sweep_then_compare(tmp_path)
+    finally:
+        ray.shutdown()
+
+
+def _sweep_then_compare(tmp_path):
     out = tmp_path / "study"
     args = ["sweep", "surrogate", "--seeds", "3", "--grid", "evolution.selection=tournament,truncation",
             "--set", "steps=2", "--set", "population.teachers=3", "--set", "population.students=3",
