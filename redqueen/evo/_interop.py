@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,6 +11,8 @@ import torch
 from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
+
+_log = logging.getLogger(__name__)
 
 
 class LineageKeeper:
@@ -90,6 +93,7 @@ class LineageKeeper:
     def survive(self, survivors: Iterable[Individual]) -> None:
         """The optimiser kept ``survivors``: add new ones, kill the rest, end the generation."""
         self.generation += 1
+        _log.debug("%s: generation %d ends", self.role, self.generation)
         keep: dict[str, Individual] = {}
         for ind in survivors:
             self.born(ind)

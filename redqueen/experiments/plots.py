@@ -15,6 +15,7 @@ Objective values are taken as "larger is better" (ratings, rewards, solve rates)
 from __future__ import annotations
 
 import csv
+import logging
 import math
 import os
 from collections import defaultdict
@@ -32,6 +33,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from redqueen._registry import Registry  # noqa: E402
 from redqueen.experiments.rundir import RunDirectory  # noqa: E402
+
+_log = logging.getLogger(__name__)
 
 ROLE_COLOURS = {"teacher": "tab:red", "student": "tab:blue", "solo": "tab:green"}
 
@@ -121,6 +124,7 @@ def make_plots(
             figure = PLOTS[name](data)
         except SkipPlot as reason:
             notes.append(f"{name}: skipped ({reason})")
+            _log.debug("plot %s skipped: %s", name, reason)
             continue
         file = target / f"{name}.png"
         figure.tight_layout()
