@@ -50,7 +50,8 @@ class Trial:
 
 
 def parse_grid(specs: Sequence[str]) -> dict[str, list[str]]:
-    """``["a.b=1,2", "c=x,y"]`` -> ``{"a.b": ["1", "2"], "c": ["x", "y"]}`` (values stay YAML text).
+    """``["a.b=1,2", "c=x,y"]`` -> ``{"a.b": ["1", "2"], "c": ["x", "y"]}`` (values stay YAML text;
+    commas inside ``{}``, ``[]`` or quotes belong to the value).
 
     Raises:
         ValueError: Naming the spec, if it has no ``=``, no key, no value or repeats a key.
@@ -59,13 +60,34 @@ def parse_grid(specs: Sequence[str]) -> dict[str, list[str]]:
     for spec in specs:
         key, sep, values = spec.partition("=")
         key = key.strip()
-        parts = [v.strip() for v in values.split(",")] if sep else []
+        parts = [v.strip() for v in _split_top_level(values)] if sep else []
         if not sep or not key or not parts or any(not v for v in parts):
             raise ValueError(f"--grid {spec!r}: expected key=value1,value2,...")
         if key in grid:
             raise ValueError(f"--grid {spec!r}: key {key} is given twice")
         grid[key] = parts
     return grid
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets, braces and quotes: ``"1,{a: 1, b: 2}"`` -> 2 values."""
+    parts, depth, quote, current = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
 
 
 def condition_name(assignment: Mapping[str, str]) -> str:

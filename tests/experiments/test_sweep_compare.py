@@ -62,6 +62,8 @@ def test_bands_and_final_values_match_a_direct_bootstrap(tmp_path):
 
 def test_grid_and_conditions_bad_input(tmp_path):
     assert parse_grid(["a.b=1,2", "c=x"]) == {"a.b": ["1", "2"], "c": ["x"]}
+    assert parse_grid(["ops={svd_merge: 1.0, gaussian: 0.5},{ties: 1.0}", "w=[1, 2],'a,b'"]) == {
+        "ops": ["{svd_merge: 1.0, gaussian: 0.5}", "{ties: 1.0}"], "w": ["[1, 2]", "'a,b'"]}
     assert condition_name({"evolution.selection": "nsga2", "x": "{a: 1}"}) == "evolution.selection=nsga2,x=_a__1_"
     for bad in (["a.b"], ["=1,2"], ["a=1,,2"], ["a=1", "a=2"]):
         with pytest.raises(ValueError, match="--grid"):
