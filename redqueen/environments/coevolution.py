@@ -170,9 +170,9 @@ class CoevolutionEnv(CodeGameEnv):
         else:
             self.book.refresh()
 
-        return self._record(
-            step, start, played, learner_stats, ROLES, births=births, deaths=deaths
-        )
+        record = self._record(step, start, played, learner_stats, ROLES, births=births, deaths=deaths)
+        record.metrics.update(self.evolution.archive_metrics())
+        return record
 
     # -- checkpoints ------------------------------------------------------------------------
 

@@ -381,6 +381,7 @@ class SurrogateEnv(Environment):
             "behavioural_diversity": float(np.mean(beha)),
             "coverage": float(len(self.signatures)),
             "phylogenetic_diversity": self.lineage.phylogenetic_diversity(),
+            **self.evolution.archive_metrics(),
             **hypervolumes({r: self.population.members(r) for r in ROLES}, self.objectives, self.hv_reference),
         }
 

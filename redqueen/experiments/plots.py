@@ -414,3 +414,39 @@ def plot_operators(data: RunData) -> Figure:
         ax.tick_params(axis="x", rotation=45, labelsize="x-small")
     figure.suptitle("operator outcomes")
     return figure
+
+
+@PLOTS.register("archive")
+def plot_archive(data: RunData) -> Figure:
+    """MAP-Elites: per role, the last step's grid archive as a heatmap of elite quality, and
+    QD-score and coverage over time (pyribs' ``grid_archive_heatmap`` layout)."""
+    last = next((row for row in reversed(data.metrics) if any(k.startswith("archive/") for k in row)), None)
+    if last is None:
+        raise SkipPlot("metrics.jsonl has no archive/<role> cells (not a map_elites run)")
+    roles = sorted(k.split("/", 1)[1] for k in last if k.startswith("archive/"))
+    params = ((data.config.get("evolution") or {}).get("selection_params") or {})
+    if any(len(cell) != 3 for role in roles for cell in last[f"archive/{role}"]):
+        raise SkipPlot("the archive heatmap needs two-dimensional behaviour descriptors")
+    figure, axes = plt.subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
+    for (heat_ax, curve_ax), role in zip(axes, roles, strict=True):
+        cells = np.asarray(last[f"archive/{role}"], dtype=float).reshape(-1, 3)
+        bins = np.broadcast_to(np.asarray(params.get("bins", 10), dtype=int), 2)
+        grid = np.full((int(bins[1]), int(bins[0])), np.nan)  # rows: second descriptor
+        for i, j, quality in cells:
+            grid[int(j), int(i)] = quality
+        low = np.broadcast_to(np.asarray(params.get("low", 0.0), dtype=float), 2)
+        high = np.broadcast_to(np.asarray(params.get("high", 1.0), dtype=float), 2)
+        image = heat_ax.imshow(grid, origin="lower", aspect="auto", cmap="magma",
+                               extent=(low[0], high[0], low[1], high[1]))
+        figure.colorbar(image, ax=heat_ax, label="elite quality")
+        heat_ax.set_xlabel("descriptor 0")
+        heat_ax.set_ylabel("descriptor 1")
+        heat_ax.set_title(f"{role}: archive at step {last.get('step')} ({len(cells)} elites)")
+        for key, colour in ((f"qd_score/{role}", "tab:purple"), (f"coverage/{role}", "tab:green")):
+            xs, ys = _series(data.metrics, key)
+            axis = curve_ax if key.startswith("qd") else curve_ax.twinx()
+            axis.plot(xs, ys, marker=".", color=colour, label=key)
+            axis.set_ylabel(key.split("/")[0], color=colour)
+        curve_ax.set_xlabel("step")
+        curve_ax.set_title(f"{role}: QD-score and coverage", fontsize="small")
+    return figure

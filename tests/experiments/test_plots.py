@@ -35,7 +35,9 @@ def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
     for step in range(3):
         run.append("metrics", [{"step": step, "seconds": 0.1, "solve_rate": 0.1 * step,
                                 "teacher_reward": 0.5, "valid_share": 0.8, "best_rating": 25.0 + step,
-                                "genotypic_diversity": 1.0 + step, "behavioural_diversity": 0.3}])
+                                "genotypic_diversity": 1.0 + step, "behavioural_diversity": 0.3,
+                                "qd_score/teacher": 2.0 + step, "coverage/teacher": 0.02 * (step + 1),
+                                "archive/teacher": [[0, 1, 2.0], [3, 4, 1.0 + step]]}])
         if with_tasks:
             run.append("tasks", [{"step": step, "teacher": "teacher-0001", "student": "student-0001",
                                   "task_type": t, "valid": True, "reason": None,
@@ -61,7 +63,7 @@ def test_every_plot_is_written_as_png(tmp_path):
     assert report.notes == []
     names = {p.stem for p in report.written}
     assert names == set(PLOTS) >= {"lineage", "diversity", "performance", "complexity", "ratings",
-                                   "pareto", "operators"}
+                                   "pareto", "operators", "archive"}
     for file in report.written:
         assert file.parent == run.plots_dir
         assert file.read_bytes()[:8] == PNG_MAGIC
