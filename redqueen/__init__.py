@@ -8,6 +8,15 @@ Subpackages:
     verifiers: the sandboxed Python executor and code task types.
     engine: base-model host with many adapters, generation backends, the learner.
     experiments: configuration, runner, checkpoints, CLI, plots.
+
+Messages go through :mod:`logging` (the ``redqueen`` logger and its children); nothing is
+printed unless the application configures a handler, as the ``redqueen`` command does.
 """
 
+import logging
+
 __version__ = "0.1.0"
+
+# Every module logs to ``logging.getLogger(__name__)`` under "redqueen"; the command line
+# attaches a handler, a library user configures (or silences) "redqueen" as they like.
+logging.getLogger(__name__).addHandler(logging.NullHandler())

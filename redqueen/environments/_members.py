@@ -23,6 +23,7 @@ from redqueen.fitness import (
     behavioural_diversity,
     conservative_rating,
     genotypic_diversity,
+    hypervolumes,
     novelty_scores,
 )
 from redqueen.genomes import LoRAGenome
@@ -288,6 +289,7 @@ class MemberBook:
                 metrics[f"hypervolume/{role}"] = self._hypervolume(role, members, objectives)
         metrics["genotypic_diversity"] = float(np.mean(geno))
         metrics["behavioural_diversity"] = float(np.mean(beha))
+        metrics["phylogenetic_diversity"] = self.lineage.phylogenetic_diversity()
         return metrics
 
     def _hypervolume(
@@ -295,15 +297,7 @@ class MemberBook:
     ) -> float:
         """Hypervolume of the role's weighted objective vectors (pymoo), against a reference
         point fixed the first time it is computed so that values compare across steps."""
-        from pymoo.indicators.hv import HV
-
-        points = -np.array([objectives.vector(ind) for ind in members], dtype=float) * np.array(
-            objectives.weights
-        )
-        if role not in self.hv_reference:
-            self.hv_reference[role] = (points.max(axis=0) + 1.0).tolist()
-        reference = np.array(self.hv_reference[role])
-        return float(HV(ref_point=reference)(np.minimum(points, reference)))
+        return hypervolumes({role: members}, {role: objectives}, self.hv_reference)[f"hypervolume/{role}"]
 
     def rating_rows(self, step: int) -> list[dict[str, Any]]:
         """Rows of ``ratings.jsonl`` for every living member (mu, sigma, lcb ``None`` when unrated)."""

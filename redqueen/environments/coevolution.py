@@ -193,9 +193,9 @@ class CoevolutionEnv(CodeGameEnv):
         if self.replacement.snapshot_due(step):
             self.book.snapshot(step + 1)
 
-        return self._record(
-            step, start, played, learner_stats, ROLES, births=births, deaths=deaths
-        )
+        record = self._record(step, start, played, learner_stats, ROLES, births=births, deaths=deaths)
+        record.metrics.update(self.evolution.archive_metrics())
+        return record
 
     # -- checkpoints ------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from redqueen.fitness import (
     behavioural_diversity,
     conservative_rating,
     genotypic_diversity,
+    hypervolumes,
 )
 from redqueen.genomes import LoRAGenome
 
@@ -128,6 +129,7 @@ class SurrogateEnv(Environment):
         self.evolution = EvolutionLoop(self.population, self.lineage, self.replacement,
                                        np.random.default_rng(self.seed + 2), objectives=self.objectives)
         self.signatures: set[str] = set()
+        self.hv_reference: dict[str, list[float]] = {}
         self.step_count = 0
         for role, size in (("teacher", teachers), ("student", students)):
             for _ in range(size):
@@ -397,6 +399,9 @@ class SurrogateEnv(Environment):
             "genotypic_diversity": float(np.mean(geno)),
             "behavioural_diversity": float(np.mean(beha)),
             "coverage": float(len(self.signatures)),
+            "phylogenetic_diversity": self.lineage.phylogenetic_diversity(),
+            **self.evolution.archive_metrics(),
+            **hypervolumes({r: self.population.members(r) for r in ROLES}, self.objectives, self.hv_reference),
         }
 
     def _rating_rows(self, step: int) -> list[dict[str, Any]]:
@@ -429,7 +434,7 @@ class SurrogateEnv(Environment):
             "population": self.population.state_dict(), "lineage": self.lineage.state_dict(),
             "ratings": self.ratings.state_dict(), "evolution": self.evolution.state_dict(),
             "rng": self.rng.bit_generator.state, "torch_rng": self.torch_rng.get_state(),
-            "signatures": sorted(self.signatures),
+            "signatures": sorted(self.signatures), "hv_reference": dict(self.hv_reference),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -448,6 +453,7 @@ class SurrogateEnv(Environment):
         self.rng.bit_generator.state = state["rng"]
         self.torch_rng.set_state(state["torch_rng"])
         self.signatures = set(state["signatures"])
+        self.hv_reference = {k: list(v) for k, v in state.get("hv_reference", {}).items()}
 
 
 @contextmanager

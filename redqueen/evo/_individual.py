@@ -52,7 +52,15 @@ class Individual:
     """One member of a population: a genome plus what selection and lineage need to know.
 
     Genomes are write-once (operators always return a new genome), so copies of an individual
-    share the genome object; ``copy.copy`` and ``copy.deepcopy`` copy everything else.
+    share the genome object; ``copy.copy`` and ``copy.deepcopy`` copy everything else and keep
+    the id: a copy is the same member (a DEAP ``HallOfFame`` stores such copies). A clone that
+    is a new member, with its own id, comes from the DEAP bridge's ``toolbox.clone``.
+
+    Two individuals are equal when they are the same member (same id and role), so DEAP's
+    ``HallOfFame`` keeps each member once; ``len(ind)`` is the genome's parameter count (the
+    size DEAP's parsimony selection ``selDoubleTournament`` compares). A ``fitness`` set before
+    ``__init__`` runs, as ``deap.creator.create("Ind", Individual, fitness=FitnessMax)`` does,
+    is kept.
 
     Args:
         id: Unique member id, e.g. ``"teacher-0003"``.
@@ -101,7 +109,8 @@ class Individual:
         self.descriptor: np.ndarray | None = None
         self.cases: np.ndarray | None = None
         self.rating: tuple[float, float] | None = None
-        self.fitness = Fitness(fitness_weights)
+        if not isinstance(self.__dict__.get("fitness"), deap.base.Fitness):
+            self.fitness = Fitness(fitness_weights)
 
     @property
     def alive(self) -> bool:
@@ -111,8 +120,23 @@ class Individual:
     def __copy__(self) -> Individual:
         return self.__deepcopy__({})
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Individual):
+            return NotImplemented
+        return self.id == other.id and self.role == other.role
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.role))
+
+    def __len__(self) -> int:
+        count = getattr(self.genome, "num_parameters", None)
+        return int(count()) if callable(count) else 0
+
+    def __bool__(self) -> bool:
+        return True
+
     def __deepcopy__(self, memo: dict[int, Any]) -> Individual:
-        clone = Individual.__new__(Individual)
+        clone = type(self).__new__(type(self))
         for key, value in self.__dict__.items():
             clone.__dict__[key] = value if key == "genome" else _copy.deepcopy(value, memo)
         return clone

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,6 +11,8 @@ import torch
 from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
+
+_log = logging.getLogger(__name__)
 
 
 class LineageKeeper:
@@ -44,23 +47,39 @@ class LineageKeeper:
         from redqueen.evo.operators import CROSSOVERS, MUTATIONS, crossover, mutate
 
         params = dict(params)
+        parent_ids = [pid for p in parents for pid in (p.parents if self.is_clone(p) else (p.id,))]
         if name in MUTATIONS:
             genome = mutate(name, parents[0].genome, rng=self.torch_rng, **params)
         else:
             CROSSOVERS[name]  # a clear error for an unknown name
             genome = crossover(name, [p.genome for p in parents], rng=self.torch_rng, **params)
         first = parents[0]
-        if len(parents) == 1 and self.is_pending(first):
+        if len(parents) == 1 and self.is_pending(first) and not self.is_clone(first):
             chain = first.operator_params if "+" in (first.operator or "") else {first.operator: first.operator_params}
             first.operator_params = {**chain, name: params}
             first.operator = f"{first.operator}+{name}"
             first.genome = genome
             return first
-        child = Individual(
+        child = type(first)(  # the caller's class, e.g. one made by ``deap.creator``
             self.population.new_id(self.role), self.role, genome, first.fitness.weights,
-            parents=[p.id for p in parents], operator=name, operator_params=params, birth=self.generation + 1,
+            parents=parent_ids, operator=name, operator_params=params, birth=self.generation + 1,
         )
         return child
+
+    def clone(self, ind: Individual) -> Individual:
+        """A new member with ``ind``'s genome (shared) and fitness, a fresh id, and ``ind`` as
+        its parent (operator ``"clone"``). Varying a clone makes a child of ``ind`` itself; a
+        clone that survives unchanged is recorded as a reproduction of ``ind``."""
+        source = ind.parents[0] if self.is_clone(ind) else ind.id
+        copy = ind.__deepcopy__({})
+        copy.id = self.population.new_id(self.role)
+        copy.parents, copy.operator, copy.operator_params = (source,), "clone", {}
+        copy.birth, copy.death = self.generation + 1, None
+        return copy
+
+    def is_clone(self, ind: Individual) -> bool:
+        """Whether ``ind`` is a clone made by :meth:`clone` whose birth is not yet recorded."""
+        return ind.operator == "clone" and self.is_pending(ind)
 
     def is_pending(self, ind: Individual) -> bool:
         """Whether ``ind`` was made but its birth not yet recorded."""
@@ -74,6 +93,7 @@ class LineageKeeper:
     def survive(self, survivors: Iterable[Individual]) -> None:
         """The optimiser kept ``survivors``: add new ones, kill the rest, end the generation."""
         self.generation += 1
+        _log.debug("%s: generation %d ends", self.role, self.generation)
         keep: dict[str, Individual] = {}
         for ind in survivors:
             self.born(ind)

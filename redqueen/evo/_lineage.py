@@ -153,7 +153,7 @@ class Lineage:
             writer = csv.writer(fh)
             writer.writerow([*_BASE_COLUMNS, *fit_cols])
             for r in self._records.values():
-                ancestors = "[" + ", ".join(str(uid[p]) for p in r.parents) + "]" if r.parents else "[none]"
+                ancestors = _ancestor_list(uid[p] for p in r.parents)
                 writer.writerow(
                     [
                         r.uid,
@@ -293,6 +293,13 @@ class Lineage:
 def _jsonable(params: Mapping[str, Any]) -> dict[str, Any]:
     """Parameters as JSON-serialisable plain data (tuples become lists, others repr)."""
     return json.loads(json.dumps(dict(params), default=repr))
+
+
+def _ancestor_list(uids: Iterable[int]) -> str:
+    """The ALife ``ancestor_list`` cell: ``[3,5]`` with no spaces (the converters reject
+    whitespace), each parent once (a self-crossover has one ancestor), ``[none]`` for roots."""
+    unique = list(dict.fromkeys(uids))
+    return "[" + ",".join(str(u) for u in unique) + "]" if unique else "[none]"
 
 
 def _fmt(value: float | None) -> str:

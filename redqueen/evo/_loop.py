@@ -13,7 +13,7 @@ from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newborn_rating
-from redqueen.evo.selection import select
+from redqueen.evo.selection import GridArchive, select
 from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
 
 #: Selection schemes that measure novelty against an archive of past behaviours.
@@ -56,7 +56,10 @@ class EvolutionLoop:
 
     With ``novelty`` or ``novelty_lc`` selection and no ``archive`` in ``selection_params``, the
     loop keeps one :class:`redqueen.fitness.NoveltyArchive` per role (in :attr:`archives` and the
-    state dict); the parents' descriptors enter it after each selection.
+    state dict); the parents' descriptors enter it after each selection. With ``map_elites`` the
+    loop keeps one :class:`redqueen.evo.selection.GridArchive` per role (:attr:`grids`, in the
+    state dict): the survivors enter it at each replacement and parents are drawn from all its
+    elites, dead ones included; :meth:`archive_metrics` reports QD-score and coverage.
 
     Raises:
         UnknownNameError: If an operator name is in neither operator registry.
@@ -97,6 +100,8 @@ class EvolutionLoop:
         self.archives: dict[str, NoveltyArchive] = {}
         #: Frozen copies of past members (see :meth:`snapshot`).
         self.hall = HallOfFame(capacity=self.config.hall_of_fame)
+        #: Per-role MAP-Elites archives, kept across replacements (``map_elites`` selection).
+        self.grids: dict[str, GridArchive] = {}
 
     # -- births and deaths -----------------------------------------------------------------
     def found(self, ind: Individual, ratings: RatingSystem | None = None, step: int = 0) -> Individual:
@@ -247,6 +252,8 @@ class EvolutionLoop:
         if self.config.selection in _ARCHIVED and "archive" not in scheme:
             archive = self.archives.setdefault(role, NoveltyArchive(k=int(scheme.get("neighbours", 15))))
             scheme["archive"] = archive
+        if self.config.selection == "map_elites" and parents:
+            parents, scheme = self._elites(role, parents, scheme), {}
         picks = select(self.config.selection, parents, sum(arity), rng=self.rng, **scheme)
         if archive is not None:
             archive.add(np.vstack([p.descriptor for p in parents]))
@@ -267,6 +274,27 @@ class EvolutionLoop:
                 )
             )
         return children
+
+    def _elites(self, role: str, parents: Sequence[Individual], scheme: Mapping[str, Any]) -> list[Individual]:
+        """MAP-Elites: offer ``parents`` to the role's persistent grid archive; its elites (some
+        perhaps dead) are the parent pool, one per cell, best first."""
+        if role not in self.grids:
+            self.grids[role] = GridArchive(dims=scheme.get("bins", 10),
+                                           qd_score_offset=float(scheme.get("qd_score_offset", 0.0)),
+                                           ranges=np.column_stack(np.broadcast_arrays(
+                                               scheme.get("low", 0.0), scheme.get("high", 1.0))).tolist())
+        self.grids[role].add(parents)
+        return self.grids[role].elites
+
+    def archive_metrics(self) -> dict[str, Any]:
+        """``qd_score/<role>`` and ``coverage/<role>`` of every MAP-Elites archive, and its cells
+        as ``archive/<role>``: one ``[*cell index, quality]`` list per elite (for the heatmap)."""
+        metrics: dict[str, Any] = {}
+        for role, grid in sorted(self.grids.items()):
+            stats = grid.stats
+            metrics[f"qd_score/{role}"], metrics[f"coverage/{role}"] = stats.qd_score, stats.coverage
+            metrics[f"archive/{role}"] = [[*cell, quality] for cell, quality, _ in grid.data()]
+        return metrics
 
     def _arity(self, op: str) -> int:
         if self._kinds[op] == "mutation":
@@ -311,6 +339,7 @@ class EvolutionLoop:
             "torch_rng": self.torch_rng.get_state(),
             "archives": {role: archive.state_dict() for role, archive in self.archives.items()},
             "hall": self.hall.state_dict(),
+            "grids": {role: grid.state_dict() for role, grid in self.grids.items()},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -323,3 +352,7 @@ class EvolutionLoop:
             self.archives[role].load_state_dict(archive_state)
         if "hall" in state:
             self.hall.load_state_dict(state["hall"])
+        self.grids = {}
+        for role, grid_state in state.get("grids", {}).items():
+            self.grids[role] = GridArchive()
+            self.grids[role].load_state_dict(grid_state)

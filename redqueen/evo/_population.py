@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -108,26 +108,7 @@ class Population:
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Living members (genomes as state dicts) and id counters; ``torch.save``-able."""
-        members = []
-        for ind in self.living:
-            genome = ind.genome
-            members.append(
-                {
-                    "id": ind.id,
-                    "role": ind.role,
-                    "genome": genome.state_dict() if hasattr(genome, "state_dict") else genome,
-                    "weights": ind.fitness.weights,
-                    "values": ind.fitness.values if ind.fitness.valid else (),
-                    "parents": ind.parents,
-                    "operator": ind.operator,
-                    "operator_params": ind.operator_params,
-                    "birth": ind.birth,
-                    "objectives": dict(ind.objectives),
-                    "descriptor": None if ind.descriptor is None else np.asarray(ind.descriptor).tolist(),
-                    "cases": None if ind.cases is None else np.asarray(ind.cases).tolist(),
-                    "rating": ind.rating,
-                }
-            )
+        members = [member_state(ind) for ind in self.living]
         return {"roles": self.roles, "counters": dict(self._counters), "members": members}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -135,29 +116,55 @@ class Population:
         self._members = {role: {} for role in state["roles"]}
         self._counters = dict(state["counters"])
         for row in state["members"]:
-            genome = row["genome"]
-            if isinstance(genome, dict):
-                from redqueen.genomes import LoRAGenome
-
-                genome = LoRAGenome.from_state_dict(genome)
-            ind = Individual(
-                row["id"],
-                row["role"],
-                genome,
-                row["weights"],
-                parents=row["parents"],
-                operator=row["operator"],
-                operator_params=row["operator_params"],
-                birth=row["birth"],
-            )
-            if row["values"]:
-                ind.fitness.values = tuple(row["values"])
-            ind.objectives = dict(row["objectives"])
-            ind.descriptor = None if row["descriptor"] is None else np.asarray(row["descriptor"], dtype=float)
-            ind.cases = None if row["cases"] is None else np.asarray(row["cases"], dtype=float)
-            ind.rating = None if row["rating"] is None else tuple(row["rating"])
+            ind = member_from_state(row)
             self._members.setdefault(ind.role, {})[ind.id] = ind
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{role}={len(group)}" for role, group in self._members.items())
         return f"Population({sizes})"
+
+
+def member_state(ind: Individual) -> dict[str, Any]:
+    """One member as plain data (its genome as a state dict), for ``torch.save`` checkpoints."""
+    genome = ind.genome
+    return {
+        "id": ind.id,
+        "role": ind.role,
+        "genome": genome.state_dict() if hasattr(genome, "state_dict") else genome,
+        "weights": ind.fitness.weights,
+        "values": ind.fitness.values if ind.fitness.valid else (),
+        "parents": ind.parents,
+        "operator": ind.operator,
+        "operator_params": ind.operator_params,
+        "birth": ind.birth,
+        "objectives": dict(ind.objectives),
+        "descriptor": None if ind.descriptor is None else np.asarray(ind.descriptor).tolist(),
+        "cases": None if ind.cases is None else np.asarray(ind.cases).tolist(),
+        "rating": ind.rating,
+    }
+
+
+def member_from_state(row: Mapping[str, Any]) -> Individual:
+    """Inverse of :func:`member_state` (a genome state dict becomes a LoRA genome)."""
+    genome = row["genome"]
+    if isinstance(genome, dict):
+        from redqueen.genomes import LoRAGenome
+
+        genome = LoRAGenome.from_state_dict(genome)
+    ind = Individual(
+        row["id"],
+        row["role"],
+        genome,
+        row["weights"],
+        parents=row["parents"],
+        operator=row["operator"],
+        operator_params=row["operator_params"],
+        birth=row["birth"],
+    )
+    if row["values"]:
+        ind.fitness.values = tuple(row["values"])
+    ind.objectives = dict(row["objectives"])
+    ind.descriptor = None if row["descriptor"] is None else np.asarray(row["descriptor"], dtype=float)
+    ind.cases = None if row["cases"] is None else np.asarray(row["cases"], dtype=float)
+    ind.rating = None if row["rating"] is None else tuple(row["rating"])
+    return ind

@@ -7,9 +7,11 @@ Example::
     pop_list, log = deap.algorithms.eaMuPlusLambda(pop.members("student"), toolbox, mu=8,
                                                     lambda_=8, cxpb=0.5, mutpb=0.5, ngen=5)
 
-DEAP clones with ``copy.deepcopy``; our individuals share the (write-once) genome in copies, so
-cloning an adapter costs nothing. ``mate`` and ``mutate`` never edit a genome: they give the
-individual a new one made by our operators, a new id and its parents. The population and
+The toolbox's ``clone`` gives every clone a fresh id (DEAP's default, ``copy.deepcopy``, would
+keep the id, so clones of one member would be one member); clones share the (write-once) genome,
+so cloning an adapter costs nothing. ``mate`` and ``mutate`` never edit a genome: they give the
+individual a new one made by our operators, a new id and its parents (a clone's parent is the
+member it was cloned from). The population and
 lineage follow each ``select`` call; after an algorithm that ends without one (``eaSimple``
 replaces the population after variation), call ``bridge.survive(final_population)``.
 """
@@ -101,8 +103,9 @@ class DeapBridge(LineageKeeper):
         mutate_params: dict[str, Any] | None = None,
         select_params: dict[str, Any] | None = None,
     ) -> deap.base.Toolbox:
-        """A toolbox with ``mate``, ``mutate``, ``select`` and ``evaluate`` registered."""
+        """A toolbox with ``clone``, ``mate``, ``mutate``, ``select`` and ``evaluate`` registered."""
         toolbox = deap.base.Toolbox()
+        toolbox.register("clone", self.clone)
         toolbox.register("mate", self.mate(mate, **(mate_params or {})))
         toolbox.register("mutate", self.mutate(mutate, **(mutate_params or {})))
         toolbox.register("select", self.select(select, **(select_params or {})))

@@ -5,7 +5,7 @@ Example (NSGA-II with pymoo's ask/tell)::
 
     bridge = PymooBridge(population=pop, lineage=lin, role="student", evaluate=fn, n_obj=2, seed=0)
     algorithm = NSGA2(pop_size=8, sampling=bridge.sampling(), crossover=bridge.crossover("svd_merge"),
-                      mutation=bridge.mutation("gaussian"), eliminate_duplicates=bridge.duplicates())
+                      mutation=bridge.mutation("gaussian"), eliminate_duplicates=True)
     bridge.run(algorithm, n_gen=5, seed=0)
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 from pymoo.core.crossover import Crossover
-from pymoo.core.duplicate import ElementwiseDuplicateElimination
+from pymoo.core.duplicate import DefaultDuplicateElimination, ElementwiseDuplicateElimination
 from pymoo.core.mutation import Mutation
 from pymoo.core.problem import Problem
 from pymoo.core.sampling import Sampling
@@ -75,9 +75,30 @@ class PymooBridge(LineageKeeper):
         """Duplicate elimination comparing genomes (same object, or low-rank distance <= ``atol``)."""
         return GenomeDuplicates(atol)
 
+    def adopt(self, algorithm: Any) -> Any:
+        """Make a pymoo genetic algorithm's duplicate elimination work on our individuals.
+
+        pymoo's default (``eliminate_duplicates=True``, also NSGA2's default) measures distances
+        between numeric design vectors, which object variables lack; it is replaced by
+        :meth:`duplicates`, which compares genomes. Other eliminations are left alone.
+        Returns ``algorithm``.
+        """
+        default = getattr(algorithm, "eliminate_duplicates", None)
+        if type(default) is DefaultDuplicateElimination:
+            ours = self.duplicates()
+            algorithm.eliminate_duplicates = ours
+            for part in (getattr(algorithm, "initialization", None), getattr(algorithm, "mating", None)):
+                if part is not None and getattr(part, "eliminate_duplicates", None) is default:
+                    part.eliminate_duplicates = ours
+        return algorithm
+
     def run(self, algorithm: Any, *, n_gen: int, seed: int = 0) -> Any:
-        """Run ``algorithm`` for ``n_gen`` generations with ask/tell, recording lineage; returns it."""
+        """Run ``algorithm`` for ``n_gen`` generations with ask/tell, recording lineage; returns it.
+
+        The algorithm's duplicate elimination is adopted first (see :meth:`adopt`).
+        """
         problem = self.problem()
+        self.adopt(algorithm)
         algorithm.setup(problem, termination=("n_gen", n_gen), seed=seed)
         while algorithm.has_next():
             offspring = algorithm.ask()

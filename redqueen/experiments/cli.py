@@ -2,6 +2,7 @@
 
 ``run`` starts an experiment from a preset or YAML file, ``resume`` continues one from its run
 directory, ``plot`` redraws its plots, ``export`` copies a member's adapter out as a PEFT folder,
+``sweep`` runs a grid over seeds on Ray Tune, ``compare`` draws conditions with bootstrap bands,
 and ``list`` shows every registry (operators, selections, environments, presets, plots, ...).
 Bad input exits with status 2 and one line naming the field or file, never a traceback.
 """
@@ -27,14 +28,14 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.evaluation.command import eval_command
+from redqueen.experiments.study_commands import compare_command, sweep_command
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="LoRA adapters as genomes.",
@@ -57,9 +58,48 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def configure_logging(level: str = "INFO") -> None:
+    """Send the ``redqueen`` loggers' records to stderr through rich (the command line's setup).
+
+    Library users configure ``logging`` themselves; the package only adds a ``NullHandler``.
+
+    Raises:
+        ValueError: If ``level`` is not a logging level name.
+    """
+    import logging
+
+    from rich.logging import RichHandler
+
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"--log-level: unknown level {level!r} (DEBUG, INFO, WARNING, ERROR)")
+    logger = logging.getLogger("redqueen")
+    for handler in [h for h in logger.handlers if isinstance(h, RichHandler)]:
+        logger.removeHandler(handler)
+    handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(numeric)
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from redqueen import __version__
+
+        typer.echo(f"redqueen {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+    ),
+    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR."),
+) -> None:
     """redqueen: LoRA adapters as genomes (PopuLoRA co-evolution)."""
+    with bad_input_exits():
+        configure_logging(log_level)
 
 
 def load_plugins() -> None:
@@ -176,8 +216,6 @@ def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..
 def _drive(runner: Any) -> None:
     """Run to the end with a live progress bar, report, and exit 130 when interrupted."""
     console = Console(stderr=True)
-    for note in getattr(runner.monitor, "notes", []):
-        console.print(f"note: {note}")
     progress, on_step = _live_progress(console, runner)
     try:
         with progress:
@@ -268,19 +306,21 @@ def export_command(
 
 app.command("eval")(eval_command)
 app.command("ciao")(ciao_command)
+app.command("sweep")(sweep_command)
+app.command("compare")(compare_command)
 
 
 @app.command("list")
 def list_registries() -> None:
-    """Show every registered operator, selection scheme, environment and preset."""
+    """Show every registered operator, selection scheme, environment and preset (plain text)."""
     with bad_input_exits():
         load_plugins()
-    console = Console()
     for kind, registry in sorted(ALL_REGISTRIES.items()):
-        table = Table(title=kind, show_header=False, title_justify="left")
-        for name in sorted(registry):
-            table.add_row(name, registry.describe(name))
-        console.print(table)
+        typer.echo(f"{kind}:")
+        names = sorted(registry)
+        width = max((len(name) for name in names), default=0)
+        for name in names:
+            typer.echo(f"  {name:<{width}}  {' '.join(registry.describe(name).split())}".rstrip())
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -263,7 +263,7 @@ class SamplingConfig(_Section):
 class LoggingConfig(_Section):
     """Live monitoring sinks besides the run directory."""
 
-    tensorboard: bool = True
+    tensorboard: bool | None = None  # None: when installed, silently off when not
     wandb: bool = False
     wandb_project: str = "redqueen"
     wandb_entity: str | None = None

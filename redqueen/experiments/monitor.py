@@ -2,16 +2,20 @@
 
 The run directory's ``metrics.jsonl`` is the record; these sinks are for watching a run as it
 goes. TensorBoard is used whenever it is installed (``torch.utils.tensorboard`` needs the
-``tensorboard`` package) unless the configuration turns it off; Weights & Biases only when the
+``tensorboard`` package, which the base install does not bring) unless the configuration turns
+it off; Weights & Biases only when the
 configuration enables it and ``wandb`` is installed.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+_log = logging.getLogger(__name__)
 
 
 def tensorboard_available() -> bool:
@@ -47,7 +51,8 @@ class Monitor:
 
     Args:
         log_dir: The run directory; TensorBoard events go to ``<log_dir>/tensorboard``.
-        tensorboard: ``True``/``None``: use TensorBoard when installed; ``False``: never.
+        tensorboard: ``None`` (the default): use TensorBoard when installed, silently skip it
+            when not; ``True``: use it, with a warning when it is not installed; ``False``: never.
         wandb: Use Weights & Biases (when installed).
         wandb_project: W&B project name.
         wandb_entity: W&B entity (team or user); ``None`` uses the default.
@@ -57,7 +62,8 @@ class Monitor:
             interrupted earlier process at or after it, so resumed curves have no doubles.
 
     Attributes:
-        notes: One line per backend that was asked for but is not available.
+        notes: One line per backend that was asked for but is not available (also logged as
+            a warning).
     """
 
     def __init__(
@@ -100,6 +106,8 @@ class Monitor:
                 )
             else:
                 self.notes.append("wandb is enabled but not installed; skipping it")
+        for note in self.notes:
+            _log.warning(note)
 
     @property
     def backends(self) -> list[str]:

@@ -15,6 +15,7 @@ Objective values are taken as "larger is better" (ratings, rewards, solve rates)
 from __future__ import annotations
 
 import csv
+import logging
 import math
 import os
 from collections import defaultdict
@@ -33,6 +34,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from redqueen._registry import Registry  # noqa: E402
 from redqueen.experiments.rundir import RunDirectory  # noqa: E402
 
+_log = logging.getLogger(__name__)
+
 ROLE_COLOURS = {"teacher": "tab:red", "student": "tab:blue", "solo": "tab:green"}
 
 
@@ -50,6 +53,7 @@ class RunData:
         tasks: ``tasks.jsonl`` rows.
         ratings: ``ratings.jsonl`` rows.
         lineage: ``lineage.csv`` rows (strings, as the CSV holds them).
+        config: ``config.yaml`` (the fully resolved configuration).
     """
 
     path: Path
@@ -57,6 +61,7 @@ class RunData:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     ratings: list[dict[str, Any]] = field(default_factory=list)
     lineage: list[dict[str, str]] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
         tasks=run_dir.read_log("tasks"),
         ratings=run_dir.read_log("ratings"),
         lineage=lineage,
+        config=run_dir.read_config(),
     )
 
 
@@ -118,6 +124,7 @@ def make_plots(
             figure = PLOTS[name](data)
         except SkipPlot as reason:
             notes.append(f"{name}: skipped ({reason})")
+            _log.debug("plot %s skipped: %s", name, reason)
             continue
         file = target / f"{name}.png"
         figure.tight_layout()
@@ -177,17 +184,21 @@ def _last_rows_by_member(ratings: list[dict[str, Any]]) -> dict[str, dict[str, A
     return last
 
 
-def _objective_matrix(rows: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
-    names: list[str] = []
+#: Objectives computed from a member's rating rather than read from its ``objectives`` dict.
+_RATING_OBJECTIVES = {"rating": "lcb", "rating_lcb": "lcb", "rating_mu": "mu"}
+
+
+def _configured_matrix(rows: list[dict[str, Any]], names: list[str]) -> np.ndarray:
+    """Rows' values of the configured objectives ``names`` (rows missing one are left out)."""
+    values = []
     for row in rows:
-        for name in row.get("objectives") or {}:
-            if name not in names:
-                names.append(name)
-    values = [[_number((row.get("objectives") or {}).get(n)) for n in names] for row in rows]
-    matrix = np.array(
-        [v for v in values if all(x is not None for x in v)], dtype=float
-    ).reshape(-1, len(names))
-    return names, matrix
+        found = [
+            _number(row.get(_RATING_OBJECTIVES[n]) if n in _RATING_OBJECTIVES else (row.get("objectives") or {}).get(n))
+            for n in names
+        ]
+        if all(v is not None for v in found):
+            values.append(found)
+    return np.array(values, dtype=float).reshape(-1, len(names))
 
 
 def _hypervolume(points: np.ndarray, reference: np.ndarray) -> float:
@@ -219,7 +230,9 @@ def plot_diversity(data: RunData) -> Figure:
 
 @PLOTS.register("complexity")
 def plot_complexity(data: RunData) -> Figure:
-    """Mean complexity of valid proposed tasks per step, one line per task type."""
+    """Mean complexity of valid proposed tasks per step, one line per task type (code runs only)."""
+    if (data.config.get("environment") or {}).get("name") == "surrogate":
+        raise SkipPlot("a surrogate run's tasks are vectors, with no program complexity")
     sums: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in data.tasks:
         value, step = _number(row.get("complexity")), _number(row.get("step"))
@@ -279,22 +292,27 @@ def plot_ratings(data: RunData) -> Figure:
 
 @PLOTS.register("pareto")
 def plot_pareto(data: RunData) -> Figure:
-    """Per role: the last step's objective vectors with the Pareto front, and hypervolume over time."""
+    """Per role: the last step's vectors of the configured objectives (``objectives.<role>`` in
+    ``config.yaml``) with the Pareto front, and hypervolume over time; single-objective roles
+    are left out."""
+    configured = {role: [str(n) for n in names] for role, names in (data.config.get("objectives") or {}).items()
+                  if isinstance(names, list | tuple) and len(names) >= 2}
     by_role: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in data.ratings:
-        if row.get("objectives"):
-            by_role[str(row.get("role", "member"))].append(row)
-    roles = [r for r in sorted(by_role) if len(_objective_matrix(by_role[r])[0]) >= 2]
+        if str(row.get("role")) in configured:
+            by_role[str(row["role"])].append(row)
+    roles = [r for r in sorted(by_role) if len(_configured_matrix(by_role[r], configured[r]))]
     if not roles:
-        raise SkipPlot("ratings.jsonl has no role with two or more objectives")
+        raise SkipPlot("config.yaml configures no role with two or more objectives (or ratings.jsonl lacks their values)")
     figure, axes = plt.subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
     for (front_ax, hv_ax), role in zip(axes, roles, strict=True):
         rows = by_role[role]
-        names, everything = _objective_matrix(rows)
+        names = configured[role]
+        everything = _configured_matrix(rows, names)
         worst, spread = everything.min(axis=0), np.ptp(everything, axis=0)
         reference = worst - 0.1 * np.where(spread > 0, spread, 1.0)
         last_step = max(_number(r.get("step")) or 0.0 for r in rows)
-        _, points = _objective_matrix([r for r in rows if _number(r.get("step")) == last_step])
+        points = _configured_matrix([r for r in rows if _number(r.get("step")) == last_step], names)
         front = _nondominated(points)
         front_ax.scatter(points[:, 0], points[:, 1], color="tab:gray", label="members")
         front_ax.scatter(points[front, 0], points[front, 1], color=ROLE_COLOURS.get(role, "k"),
@@ -306,7 +324,7 @@ def plot_pareto(data: RunData) -> Figure:
         steps = sorted({_number(r.get("step")) for r in rows} - {None})
         volumes = []
         for step in steps:
-            _, at = _objective_matrix([r for r in rows if _number(r.get("step")) == step])
+            at = _configured_matrix([r for r in rows if _number(r.get("step")) == step], names)
             volumes.append(_hypervolume(at, reference) if len(at) else 0.0)
         hv_ax.plot(steps, volumes, marker=".")
         hv_ax.set_xlabel("step")
@@ -395,4 +413,40 @@ def plot_operators(data: RunData) -> Figure:
         ax.set_title(label, fontsize="small")
         ax.tick_params(axis="x", rotation=45, labelsize="x-small")
     figure.suptitle("operator outcomes")
+    return figure
+
+
+@PLOTS.register("archive")
+def plot_archive(data: RunData) -> Figure:
+    """MAP-Elites: per role, the last step's grid archive as a heatmap of elite quality, and
+    QD-score and coverage over time (pyribs' ``grid_archive_heatmap`` layout)."""
+    last = next((row for row in reversed(data.metrics) if any(k.startswith("archive/") for k in row)), None)
+    if last is None:
+        raise SkipPlot("metrics.jsonl has no archive/<role> cells (not a map_elites run)")
+    roles = sorted(k.split("/", 1)[1] for k in last if k.startswith("archive/"))
+    params = ((data.config.get("evolution") or {}).get("selection_params") or {})
+    if any(len(cell) != 3 for role in roles for cell in last[f"archive/{role}"]):
+        raise SkipPlot("the archive heatmap needs two-dimensional behaviour descriptors")
+    figure, axes = plt.subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
+    for (heat_ax, curve_ax), role in zip(axes, roles, strict=True):
+        cells = np.asarray(last[f"archive/{role}"], dtype=float).reshape(-1, 3)
+        bins = np.broadcast_to(np.asarray(params.get("bins", 10), dtype=int), 2)
+        grid = np.full((int(bins[1]), int(bins[0])), np.nan)  # rows: second descriptor
+        for i, j, quality in cells:
+            grid[int(j), int(i)] = quality
+        low = np.broadcast_to(np.asarray(params.get("low", 0.0), dtype=float), 2)
+        high = np.broadcast_to(np.asarray(params.get("high", 1.0), dtype=float), 2)
+        image = heat_ax.imshow(grid, origin="lower", aspect="auto", cmap="magma",
+                               extent=(low[0], high[0], low[1], high[1]))
+        figure.colorbar(image, ax=heat_ax, label="elite quality")
+        heat_ax.set_xlabel("descriptor 0")
+        heat_ax.set_ylabel("descriptor 1")
+        heat_ax.set_title(f"{role}: archive at step {last.get('step')} ({len(cells)} elites)")
+        for key, colour in ((f"qd_score/{role}", "tab:purple"), (f"coverage/{role}", "tab:green")):
+            xs, ys = _series(data.metrics, key)
+            axis = curve_ax if key.startswith("qd") else curve_ax.twinx()
+            axis.plot(xs, ys, marker=".", color=colour, label=key)
+            axis.set_ylabel(key.split("/")[0], color=colour)
+        curve_ax.set_xlabel("step")
+        curve_ax.set_title(f"{role}: QD-score and coverage", fontsize="small")
     return figure

@@ -316,7 +316,11 @@ def export_adapter(
     """Copy a living member's adapter out of a run directory as a standalone PEFT folder.
 
     The adapter is read and written back through :class:`~redqueen.genomes.LoRAGenome`, so a
-    corrupt file is caught here rather than when someone loads the export.
+    corrupt file is caught here rather than when someone loads the export. The shipped
+    ``tiny-coder`` is named by its absolute path in the redqueen installed where the export is
+    made (a run directory copied from another machine names that machine's path), so the
+    export loads from any working directory; other base models keep the hub id or path the
+    run used. A surrogate run has no base model PEFT can load, so its members are refused.
 
     Args:
         run_path: The run directory.
@@ -334,6 +338,12 @@ def export_adapter(
 
     run_dir = RunDirectory(run_path)
     run_dir.require()
+    config = run_dir.read_config()
+    if (config.get("environment") or {}).get("name") == "surrogate":
+        raise RunDirectoryError(
+            f"{run_dir.config_path}: a surrogate run's adapters sit on the surrogate's small MLP, "
+            "which PEFT cannot load (environment.name: surrogate); read population/<id>/ with LoRAGenome.from_peft"
+        )
     known = run_dir.population_ids()
     if member_id not in known or Path(member_id).name != member_id:
         listed = ", ".join(known) or "none"
@@ -347,6 +357,10 @@ def export_adapter(
     try:
         base_model = json.loads(config_file.read_text()).get("base_model_name_or_path")
         genome = LoRAGenome.from_peft(source)
+        if (config.get("model") or {}).get("name") == "tiny-coder":
+            from redqueen.assets import tiny_coder_path
+
+            base_model = str(tiny_coder_path())
     except Exception as error:  # a damaged folder can fail in json, safetensors or peft
         detail = (str(error).splitlines() or [type(error).__name__])[0]
         raise RunDirectoryError(f"{source}: corrupt adapter ({type(error).__name__}: {detail})") from None

@@ -7,10 +7,12 @@
 - :class:`Objectives`, :data:`OBJECTIVES`: named objectives per role -> DEAP fitness vectors.
 - :func:`behaviour_descriptor`, :func:`novelty_scores`, :class:`NoveltyArchive`.
 - :func:`genotypic_diversity`, :func:`behavioural_diversity`.
+- :func:`hypervolumes`: per-role hypervolume against a reference fixed at first use.
 """
 
 from __future__ import annotations
 
+from redqueen.fitness._hypervolume import hypervolumes
 from redqueen.fitness._matchmaking import PFSPMatchmaker
 from redqueen.fitness._novelty import (
     NoveltyArchive,
@@ -36,6 +38,7 @@ __all__ = [
     "behavioural_diversity",
     "conservative_rating",
     "genotypic_diversity",
+    "hypervolumes",
     "novelty_scores",
     "objective_matrix",
 ]

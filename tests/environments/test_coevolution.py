@@ -41,6 +41,7 @@ METRIC_KEYS = {
     "best_rating",
     "genotypic_diversity",
     "behavioural_diversity",
+    "phylogenetic_diversity",
     "coverage",
 }
 TASK_KEYS = {

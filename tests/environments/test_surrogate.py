@@ -103,3 +103,43 @@ def test_builds_from_the_surrogate_preset():
     assert len(env.population.members("teacher")) == 2 and env.replacement.selection == cfg.evolution.selection
     assert env.replacement == cfg.evolution.replacement() and env.matchmaker.hall_of_fame_share == 0.4
     assert np.isfinite(env.step().metrics["solve_rate"])
+
+
+def test_logs_phylogenetic_diversity_and_hypervolume_across_a_resume():
+    objectives = {"teacher": ("rating", "teacher_reward"), "student": ("rating", "solve_rate")}
+    a = SurrogateEnv(seed=5, objectives=objectives, **SMALL)
+    first = a.step().metrics
+    assert first["phylogenetic_diversity"] == pytest.approx(a.lineage.phylogenetic_diversity())
+    assert first["hypervolume/teacher"] > 0 and first["hypervolume/student"] > 0
+    a.step()
+    assert a.step().metrics["phylogenetic_diversity"] > first["phylogenetic_diversity"]  # children added edges
+    c = SurrogateEnv(seed=5, objectives=objectives, **SMALL)
+    c.load_state_dict(a.state_dict())
+    ra, rc = a.step().metrics, c.step().metrics
+    assert rc["hypervolume/student"] == ra["hypervolume/student"]  # same reference point after resume
+    single = SurrogateEnv(seed=5, **SMALL).step().metrics
+    assert not any(k.startswith("hypervolume/") for k in single)
+
+
+def test_map_elites_keeps_a_persistent_archive_and_logs_qd_score():
+    params = {"bins": 4, "low": [0.0, 0.0], "high": [1.0, 1.0]}
+    settings = {**SMALL, "selection": "map_elites", "selection_params": params, "replace_every": 1}
+    env = SurrogateEnv(seed=6, **settings)
+    rows = [env.step().metrics for _ in range(4)]
+    qd, coverage = [r["qd_score/student"] for r in rows[1:]], [r["coverage/student"] for r in rows[1:]]
+    assert all(b >= a for a, b in zip(qd, qd[1:], strict=False)) and qd[-1] > 0  # elites are only replaced by better
+    assert all(b >= a for a, b in zip(coverage, coverage[1:], strict=False)) and 0 < coverage[-1] <= 1
+    grid = env.evolution.grids["student"]
+    assert len(rows[-1]["archive/student"]) == round(coverage[-1] * 16)  # 4 x 4 cells
+    assert grid.stats.coverage >= coverage[-1]  # a step logs the archive before its own replacement
+    last = max(r.origin_time for r in env.lineage.records)
+    children = [r for r in env.lineage.records if r.origin_time == last and r.role == "student"]
+    assert children and {p for r in children for p in r.parents} <= {e.id for e in grid.elites}
+    buffer = io.BytesIO()
+    torch.save(env.state_dict(), buffer)
+    buffer.seek(0)
+    again = SurrogateEnv(seed=6, **settings)
+    again.load_state_dict(torch.load(buffer, weights_only=True))  # plain data: no pickled objects
+    assert again.evolution.grids["student"].data() == grid.data()
+    ra, rb = env.step(), again.step()
+    assert _strip(ra.metrics) == _strip(rb.metrics) and ra.births == rb.births

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import random
 
 import deap.algorithms
+import deap.base
+import deap.tools
 import pytest
 import torch
+from deap import creator
 from pymoo.algorithms.moo.nsga2 import NSGA2
 
 from redqueen.environments.surrogate import SurrogateEnv
@@ -95,3 +99,69 @@ def test_pymoo_nsga2_ask_tell_runs_on_lora_genomes(env):
     dup = bridge.duplicates()
     first = algorithm.pop[0]
     assert dup.is_equal(first, first) and not dup.is_equal(algorithm.pop[0], algorithm.pop[1])
+
+
+def test_deap_clone_gives_each_clone_its_own_id_and_the_source_as_parent(env):
+    pop, lin = _founders(env)
+    bridge = DeapBridge(population=pop, lineage=lin, role="student", evaluate=_objectives(env), seed=2)
+    toolbox = bridge.toolbox(mutate="gaussian")
+    source = pop.members("student")[0]
+    clones = [toolbox.clone(source) for _ in range(8)]
+    assert len({c.id for c in clones} | {source.id}) == 9
+    assert all(c.genome is source.genome and c.parents == (source.id,) for c in clones)
+    again = toolbox.clone(clones[0])
+    assert again.parents == (source.id,)
+    (child,) = toolbox.mutate(clones[1])
+    assert child.parents == (source.id,) and child.operator == "gaussian"
+    assert copy.deepcopy(source) == source and clones[0] != source
+
+
+def test_deap_ea_simple_with_double_tournament_and_hall_of_fame(env):
+    pop, lin = _founders(env)
+    bridge = DeapBridge(population=pop, lineage=lin, role="student", evaluate=_objectives(env), seed=3)
+    toolbox = bridge.toolbox(mate="svd_merge", mutate="gaussian")
+    toolbox.register("select", deap.tools.selDoubleTournament, fitness_size=2, parsimony_size=1.4,
+                     fitness_first=True)
+    hall = deap.tools.HallOfFame(4)
+    random.seed(3)
+    for ind in pop.members("student"):
+        ind.fitness.values = toolbox.evaluate(ind)
+    final, _ = deap.algorithms.eaSimple(pop.members("student"), toolbox, cxpb=0.5, mutpb=0.5, ngen=3,
+                                        halloffame=hall, verbose=False)
+    assert len({ind.id for ind in final}) == len(final) == 6  # every clone a member of its own
+    assert len(hall) == 4 and len({h.id for h in hall}) == 4
+    bridge.survive(final)
+    _check_lineage(pop, lin, [i.id for i in final])
+
+
+def test_deap_creator_individuals_keep_their_fitness_class(env):
+    creator.create("LoraFitness", deap.base.Fitness, weights=(1.0, -1.0))
+    creator.create("LoraIndividual", Individual, fitness=creator.LoraFitness)
+    try:
+        pop, lin = Population(), Lineage()
+        for member in env.population.members("student"):
+            ind = pop.add(creator.LoraIndividual(pop.new_id("student"), "student", member.genome))
+            lin.record_birth(ind, 0)
+        assert isinstance(ind.fitness, creator.LoraFitness) and ind.fitness.weights == (1.0, -1.0)
+        bridge = DeapBridge(population=pop, lineage=lin, role="student", evaluate=_objectives(env), seed=4)
+        toolbox = bridge.toolbox(mate="svd_merge", mutate="gaussian", select="nsga2")
+        random.seed(4)
+        final, _ = deap.algorithms.eaMuPlusLambda(pop.members("student"), toolbox, mu=6, lambda_=6,
+                                                  cxpb=0.5, mutpb=0.5, ngen=2, verbose=False)
+        assert all(isinstance(i, creator.LoraIndividual) and isinstance(i.fitness, creator.LoraFitness)
+                   and i.fitness.valid for i in final)
+        assert all(isinstance(toolbox.clone(i).fitness, creator.LoraFitness) for i in final)
+        _check_lineage(pop, lin, [i.id for i in final])
+    finally:
+        del creator.LoraIndividual, creator.LoraFitness
+
+
+def test_pymoo_nsga2_eliminates_duplicates_with_its_default(env):
+    pop, lin = _founders(env)
+    bridge = PymooBridge(population=pop, lineage=lin, role="student", evaluate=_objectives(env), n_obj=2, seed=5)
+    algorithm = NSGA2(pop_size=6, sampling=bridge.sampling(), crossover=bridge.crossover("svd_merge"),
+                      mutation=bridge.mutation("gaussian"), eliminate_duplicates=True)
+    bridge.run(algorithm, n_gen=2, seed=5)
+    final = [x[0] for x in algorithm.pop.get("X")]
+    assert len(final) == 6 and len({id(i.genome) for i in final}) == 6
+    _check_lineage(pop, lin, [i.id for i in final])

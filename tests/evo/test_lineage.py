@@ -41,7 +41,7 @@ def test_alife_csv_round_trip(tmp_path):
     header = path.read_text().splitlines()[0].split(",")
     assert header[:4] == ["id", "ancestor_list", "origin_time", "destruction_time"]
     text = path.read_text()
-    assert "[none]" in text and '"[0, 1]"' in text
+    assert "[none]" in text and "[0,1]" in text
     back = Lineage.from_csv(path)
     assert [r.name for r in back.records] == [r.name for r in lin.records]
     for old, new in zip(lin.records, back.records, strict=True):
@@ -51,6 +51,21 @@ def test_alife_csv_round_trip(tmp_path):
         assert new.fitness == pytest.approx(old.fitness)
         assert all(p in back for p in new.parents)
     assert back["t-0000"].fitness["rating_lcb"] == pytest.approx(1.0)
+
+
+def test_alife_converter_reads_the_csv(tmp_path):
+    """The ALife converters reject ``[0, 1]`` (a space) and a self-crossover's ``[0, 0]``."""
+    convert = pytest.importorskip(
+        "alifedata_phyloinformatics_convert", reason="alifedata-phyloinformatics-convert is not installed")
+    pd = pytest.importorskip("pandas", reason="pandas is not installed")
+    lin = _tree()
+    lin.record_birth(Individual("t-0004", "teacher", parents=["t-0002", "t-0002"], operator="svd_merge"), 3)
+    frame = pd.read_csv(lin.to_csv(tmp_path / "lineage.csv"))
+    ancestors = convert.alife_dataframe_to_dict_of_lists(frame)
+    assert ancestors == {0: [], 1: [], 2: [0, 1], 3: [2], 4: [2]}
+    graph = convert.alife_dataframe_to_networkx_digraph(frame)
+    assert sorted(graph.edges) == [(2, 0), (2, 1), (3, 2), (4, 2)]
+    assert Lineage.from_csv(tmp_path / "lineage.csv")["t-0004"].parents == ("t-0002",)
 
 
 def test_from_csv_rejects_unknown_ancestor(tmp_path):

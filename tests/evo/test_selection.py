@@ -148,3 +148,24 @@ def test_custom_scheme_registers_and_runs():
         assert SELECTIONS.describe("first_member_test") == "Always the first member."
     finally:
         SELECTIONS._items.pop("first_member_test")
+
+
+def test_grid_archive_keeps_elites_and_reports_pyribs_stats():
+    from redqueen.evo import Individual
+    from redqueen.evo.selection import GridArchive
+
+    def member(i, desc, value):
+        ind = Individual(f"x-{i:04d}", "x", genome=None)
+        ind.descriptor, ind.fitness.values = np.asarray(desc), (value,)
+        return ind
+
+    archive = GridArchive(dims=[2, 2], ranges=[(0.0, 1.0), (0.0, 1.0)], qd_score_offset=-1.0)
+    assert archive.add([member(0, [0.1, 0.1], 1.0), member(1, [0.2, 0.2], 3.0), member(2, [0.9, 0.9], 2.0)]) == 3
+    assert [e.id for e in archive.elites] == ["x-0001", "x-0002"]  # one elite per cell, best first
+    assert archive.add([member(3, [0.3, 0.3], 2.5), member(4, [1.5, -3.0], 0.5)]) == 1  # worse; edge cell
+    stats = archive.stats
+    assert stats.num_elites == 3 and stats.coverage == pytest.approx(3 / 4)
+    assert stats.qd_score == pytest.approx((3 + 1) + (2 + 1) + (0.5 + 1)) and stats.obj_max == 3.0
+    back = GridArchive()
+    back.load_state_dict(archive.state_dict())
+    assert back.data() == archive.data() and back.stats == stats

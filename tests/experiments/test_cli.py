@@ -150,3 +150,77 @@ def test_export_bad_input(tmp_path, run_with_population):
     line = _bad(["export", str(run.path), "student-0000", str(out)], "corrupt adapter")
     assert "student-0000" in line
     assert not out.exists()
+
+
+def test_export_of_a_tiny_coder_run_loads_from_another_directory(tmp_path, monkeypatch):
+    """A run copied from elsewhere names a stale path; the export names this install's tiny-coder."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from redqueen.assets import tiny_coder_path
+    from redqueen.genomes import LoRAGenome, lora_shapes
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_coder_path())
+    genome = LoRAGenome.random(lora_shapes(base, ["q_proj", "v_proj"]), rank=2, alpha=4.0,
+                               rng=torch.Generator().manual_seed(2), init="gaussian")
+    run = RunDirectory(tmp_path / "run")
+    run.path.mkdir()
+    run.write_config({"steps": 1, "model": {"name": "tiny-coder"}, "environment": {"name": "coevolution"}})
+    run.write_population([("teacher-0000", genome)], base_model="/another/machine/redqueen/assets/tiny-coder")
+    result = runner.invoke(app, ["export", str(run.path), "teacher-0000", str(tmp_path / "exported")])
+    assert result.exit_code == 0, result.output
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = json.loads((tmp_path / "exported" / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == str(tiny_coder_path())
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(config["base_model_name_or_path"]),
+                                      tmp_path / "exported")
+    a, _ = LoRAGenome.from_peft_model(model).factors(genome.modules[0])
+    assert torch.allclose(a, genome.factors(genome.modules[0])[0])
+
+
+@pytest.fixture(scope="module")
+def surrogate_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("surrogate") / "run"
+    result = runner.invoke(app, ["run", "surrogate", "--out", str(out), "--no-plots", "--set", "steps=1",
+                                 "--set", "population.teachers=2", "--set", "population.students=2"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_surrogate_runs_cannot_be_exported_or_evaluated(tmp_path, surrogate_run):
+    member = RunDirectory(surrogate_run).population_ids()[0]
+    _bad(["export", str(surrogate_run), member, str(tmp_path / "x")], "surrogate")
+    assert not (tmp_path / "x").exists()
+    line = _bad(["eval", str(surrogate_run), "--benchmark", "code_output"], "surrogate")
+    assert "does not fit" not in line
+
+
+def test_version_completion_and_plain_list():
+    from redqueen import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"redqueen {__version__}"
+    script = runner.invoke(app, ["--show-completion", "bash"], prog_name="redqueen")
+    assert script.exit_code == 0 and "_REDQUEEN_COMPLETE" in script.stdout
+    listed = runner.invoke(app, ["list"])
+    assert listed.exit_code == 0
+    assert not any(ch in listed.stdout for ch in "│┌└─")  # no table drawing, one entry per line
+    lines = listed.stdout.splitlines()
+    assert "selection:" in lines and any(line.split()[:1] == ["tournament"] for line in lines)
+
+
+def test_the_command_line_logs_through_a_rich_handler():
+    import logging
+
+    from rich.logging import RichHandler
+
+    assert runner.invoke(app, ["--log-level", "WARNING", "list"]).exit_code == 0
+    logger = logging.getLogger("redqueen")
+    assert logger.level == logging.WARNING
+    assert sum(isinstance(h, RichHandler) for h in logger.handlers) == 1
+    _bad(["--log-level", "LOUD", "list"], "--log-level")
+    for handler in [h for h in logger.handlers if isinstance(h, RichHandler)]:
+        logger.removeHandler(handler)
+    logger.setLevel(logging.NOTSET)

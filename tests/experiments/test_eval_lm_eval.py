@@ -84,3 +84,45 @@ def test_peft_loads_it_as_the_harness_does(exported) -> None:
     name = genome.modules[0]
     layer = model.get_submodule(f"base_model.model.{name}")
     torch.testing.assert_close(layer.get_delta_weight("default"), genome.delta_weight(name))
+
+
+def _recipe_blocks() -> dict[str, str]:
+    """The offline recipe's fenced blocks in LM_EVAL.md: data (bash), task (yaml), run (bash)."""
+    text = (Path(__file__).parents[2] / "redqueen/experiments/evaluation/LM_EVAL.md").read_text()
+    section = text.split("## 2b.", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(\w+)\n(.*?)```", section, flags=re.S)
+    assert [kind for kind, _ in blocks] == ["bash", "yaml", "bash"]
+    return {"data": blocks[0][1], "task": blocks[1][1], "run": blocks[2][1]}
+
+
+@pytest.mark.slow
+def test_offline_recipe_runs_the_harness_on_an_exported_tiny_coder_member(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed (pip install lm-eval)")
+    import shutil
+    import subprocess
+
+    if shutil.which("lm_eval") is None:
+        pytest.skip("the lm_eval command is not on PATH")
+    from redqueen.assets import tiny_coder_path
+
+    blocks = _recipe_blocks()
+    base = AutoModelForCausalLM.from_pretrained(tiny_coder_path())
+    genome = LoRAGenome.random(lora_shapes(base, ["q_proj", "v_proj"]), rank=2, alpha=4.0,
+                               rng=torch.Generator().manual_seed(3), init="gaussian")
+    run = tmp_path / "run"
+    (run / "population").mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump({"model": {"name": "tiny-coder"}}))
+    genome.save_peft(run / "population" / "student-0007", base_model="tiny-coder")
+    monkeypatch.chdir(tmp_path)
+    export_adapter(run, "student-0007", tmp_path / "exported" / "student-0007")
+    subprocess.run(["bash", "-euc", blocks["data"]], check=True, timeout=120)
+    lines = (tmp_path / "tasks" / "code_output.jsonl").read_text().splitlines()
+    assert len(lines) > 50 and {"prompt", "output"} <= set(json.loads(lines[0]))
+    (tmp_path / "tasks" / "redqueen_code_output.yaml").write_text(blocks["task"])
+    command = blocks["run"].rstrip().replace("results/student-0007", "results/student-0007 --limit 3")
+    done = subprocess.run(["bash", "-euc", command], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = list((tmp_path / "results").rglob("results_*.json"))
+    assert results, done.stdout[-2000:]
+    scores = json.loads(results[0].read_text())["results"]["redqueen_code_output"]
+    assert 0.0 <= scores["exact_match,none"] <= 1.0

@@ -113,3 +113,37 @@ def test_truncate_at_stops_takes_earliest() -> None:
     text = "    return 1\n# note\ndef g():\n    pass"
     assert truncate_at_stops(text, ("\ndef ", "\n#")) == "    return 1"
     assert truncate_at_stops("    return 1\n", ("\ndef ",)) == "    return 1\n"
+
+
+def test_population_mean_has_a_bootstrap_ci_over_problems() -> None:
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    report = _report()
+    interval = report.mean_interval()
+    members = [set(s.solved) for s in report.population]
+    shares = np.array([sum(p in m for m in members) / 3 for p in report.problems])
+    direct = bootstrap((shares,), np.mean, method="percentile", n_resamples=9999,
+                       rng=np.random.default_rng(0)).confidence_interval
+    assert interval.mean == pytest.approx(report.summary().mean)
+    assert (interval.low, interval.high) == pytest.approx((direct.low, direct.high))
+    assert interval.low <= interval.mean <= interval.high and interval.low < interval.high
+    data = report.to_dict()
+    assert data["summary"]["all"]["mean_ci95"] == pytest.approx([direct.low, direct.high])
+    assert "95% CI" in report.to_markdown()
+
+
+def test_across_runs_bootstraps_the_headline_over_seeds() -> None:
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    from redqueen.experiments.evaluation._report import across_runs
+
+    reports = [_report(f"runs/{i}", roles=roles) for i, roles in
+               enumerate([("student", "student", "teacher"), ("student", "teacher", "student"),
+                          ("teacher", "student", "student")])]
+    means = np.array([r.headline().mean for r in reports])
+    interval = across_runs(reports)
+    direct = bootstrap((means,), np.mean, method="percentile", rng=np.random.default_rng(0)).confidence_interval
+    assert interval.n == 3 and interval.mean == pytest.approx(means.mean())
+    assert (interval.low, interval.high) == pytest.approx((direct.low, direct.high))

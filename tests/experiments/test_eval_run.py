@@ -105,3 +105,15 @@ def test_compare_runs_reuses_reports(run_dir, code_output_report, tmp_path) -> N
     assert cells[3] == f"{100 * population.headline().mean:.1f}"
     # Both runs share the base model: the base rows agree problem by problem.
     assert population.base.solved == baseline.base.solved
+
+
+def test_eval_command_over_several_runs_reports_a_ci_over_runs(tmp_path, host) -> None:
+    from typer.testing import CliRunner
+
+    from redqueen.experiments.cli import app
+
+    runs = [_make_run(tmp_path / f"seed{seed}", host, {"student-0": "student"}, seed=seed) for seed in range(2)]
+    result = CliRunner().invoke(app, ["eval", *map(str, runs), "--benchmark", "code_output", "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    assert "over 2 runs: headline mean pass@1" in result.stdout and "bootstrap over runs" in result.stdout
+    assert all((run / "eval_code_output.json").is_file() for run in runs)

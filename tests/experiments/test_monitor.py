@@ -33,3 +33,33 @@ def test_disabled_and_missing_backends(tmp_path):
     monitor.log(0, {"solve_rate": 1.0})
     monitor.close()
     assert not (tmp_path / "tensorboard").exists()
+
+
+def test_tensorboard_is_off_without_a_word_when_not_installed(tmp_path, monkeypatch, caplog):
+    """The base install has no tensorboard: the default (tiny included) must not warn about it."""
+    import sys
+
+    from redqueen.experiments.config import load_config
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # import now fails
+    assert load_config("tiny", []).logging.tensorboard is None
+    with caplog.at_level("WARNING", logger="redqueen"):
+        quiet = Monitor(log_dir=tmp_path, tensorboard=None)
+        assert quiet.backends == [] and quiet.notes == [] and not caplog.records
+        asked = Monitor(log_dir=tmp_path, tensorboard=True)
+    assert asked.notes == ["tensorboard is enabled but not installed; skipping it"]
+    assert [r.name for r in caplog.records] == ["redqueen.experiments.monitor"]
+
+
+def test_library_users_silence_or_redirect_the_package_logger(tmp_path, caplog):
+    import logging
+
+    logger = logging.getLogger("redqueen")
+    assert any(isinstance(h, logging.NullHandler) for h in logger.handlers)
+    with caplog.at_level("WARNING", logger="redqueen"):
+        Monitor(log_dir=tmp_path, tensorboard=False, wandb=True)
+    assert "wandb is enabled but not installed" in caplog.text
+    caplog.clear()
+    with caplog.at_level("CRITICAL", logger="redqueen"):
+        Monitor(log_dir=tmp_path, tensorboard=False, wandb=True)
+    assert not caplog.records

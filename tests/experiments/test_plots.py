@@ -15,7 +15,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
     """A small run: two roles, births by two operators (one crossover), three steps of rows."""
     run = RunDirectory(path)
-    run.write_config({"steps": 3})
+    configured = ["rating", "novelty"] if objectives >= 2 else ["rating"]
+    run.write_config({"steps": 3, "environment": {"name": "coevolution"},
+                      "objectives": {"teacher": configured, "student": configured}})
     lineage = Lineage()
     founders = [Individual(f"{role}-000{i}", role) for role in ("teacher", "student") for i in range(2)]
     for ind in founders:
@@ -33,7 +35,9 @@ def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
     for step in range(3):
         run.append("metrics", [{"step": step, "seconds": 0.1, "solve_rate": 0.1 * step,
                                 "teacher_reward": 0.5, "valid_share": 0.8, "best_rating": 25.0 + step,
-                                "genotypic_diversity": 1.0 + step, "behavioural_diversity": 0.3}])
+                                "genotypic_diversity": 1.0 + step, "behavioural_diversity": 0.3,
+                                "qd_score/teacher": 2.0 + step, "coverage/teacher": 0.02 * (step + 1),
+                                "archive/teacher": [[0, 1, 2.0], [3, 4, 1.0 + step]]}])
         if with_tasks:
             run.append("tasks", [{"step": step, "teacher": "teacher-0001", "student": "student-0001",
                                   "task_type": t, "valid": True, "reason": None,
@@ -59,7 +63,7 @@ def test_every_plot_is_written_as_png(tmp_path):
     assert report.notes == []
     names = {p.stem for p in report.written}
     assert names == set(PLOTS) >= {"lineage", "diversity", "performance", "complexity", "ratings",
-                                   "pareto", "operators"}
+                                   "pareto", "operators", "archive"}
     for file in report.written:
         assert file.parent == run.plots_dir
         assert file.read_bytes()[:8] == PNG_MAGIC
@@ -86,7 +90,7 @@ def test_load_run_data_reads_lineage_ids_and_ancestors(tmp_path):
     data = load_run_data(run.path)
     by_name = {row["name"]: row for row in data.lineage}
     uid = {name: row["id"] for name, row in by_name.items()}
-    assert by_name["teacher-0002"]["ancestor_list"] == f"[{uid['teacher-0000']}, {uid['teacher-0001']}]"
+    assert by_name["teacher-0002"]["ancestor_list"] == f"[{uid['teacher-0000']},{uid['teacher-0001']}]"
     assert len(data.metrics) == 3 and len(data.ratings) == 12
 
 
@@ -94,3 +98,29 @@ def test_load_run_data_reads_lineage_ids_and_ancestors(tmp_path):
 def test_lineage_plots_need_a_lineage(tmp_path, name):
     with pytest.raises(SkipPlot, match="lineage.csv"):
         PLOTS[name](RunData(path=tmp_path))
+
+
+def test_pareto_draws_the_configured_objectives(tmp_path):
+    run = _write_run(tmp_path, with_tasks=False, objectives=3)  # rows hold rating, novelty, size
+    config = run.read_config()
+    config["objectives"] = {"teacher": ["size", "rating"], "student": ["rating"]}
+    run.write_config(config)
+    figure = PLOTS["pareto"](load_run_data(run.path))
+    front = figure.axes[0]
+    assert (front.get_xlabel(), front.get_ylabel()) == ("size", "rating")
+    assert len(figure.axes) == 2  # the single-objective student role is left out
+    expected = [[r["objectives"]["size"], r["lcb"]] for r in run.read_log("ratings")
+                if r["role"] == "teacher" and r["step"] == 2]
+    drawn = np.vstack([c.get_offsets() for c in front.collections[:1]])
+    assert np.allclose(sorted(map(tuple, drawn)), sorted(map(tuple, expected)))
+
+
+def test_single_objective_and_surrogate_runs_skip_pareto_and_complexity(tmp_path):
+    run = _write_run(tmp_path, with_tasks=True, objectives=3)
+    config = run.read_config()
+    config["objectives"] = {"teacher": ["rating"], "student": ["rating"]}
+    config["environment"] = {"name": "surrogate"}
+    run.write_config(config)
+    notes = make_plots(run.path).notes
+    assert {note.split(":")[0] for note in notes} == {"complexity", "pareto"}
+    assert any("surrogate" in note for note in notes)

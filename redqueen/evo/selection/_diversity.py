@@ -82,11 +82,15 @@ def map_elites(
     bins: int | Sequence[int] = 10,
     low: float | Sequence[float] = 0.0,
     high: float | Sequence[float] = 1.0,
+    qd_score_offset: float = 0.0,
 ) -> list[int]:
     """MAP-Elites: grid the descriptor space, keep each cell's elite, draw parents uniformly from elites.
 
     Mouret & Clune, "Illuminating search spaces by mapping elites", arXiv:1504.04909, 2015.
-    Descriptors outside ``[low, high]`` fall into the edge cells.
+    Descriptors outside ``[low, high]`` fall into the edge cells. Called alone, the grid holds
+    only ``individuals``; the evolution loop keeps a persistent
+    :class:`~redqueen.evo.selection.GridArchive` per role with these settings and calls this
+    on its elites (``qd_score_offset`` is the archive's, for its QD-score).
     """
     desc = attribute_matrix(individuals, "descriptor")
     quality = weighted_values(individuals)

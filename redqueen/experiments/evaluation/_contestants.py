@@ -93,10 +93,14 @@ def run_model(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
     """The base model name and the ``model`` section of a run's ``config.yaml``.
 
     Raises:
-        RunDirectoryError: If the config is missing or has no ``model.name``.
+        RunDirectoryError: If the config is missing, has no ``model.name`` or is a surrogate run.
     """
     run = RunDirectory(run_dir)
     config = run.read_config()
+    if (config.get("environment") or {}).get("name") == "surrogate":
+        raise RunDirectoryError(
+            f"{run.config_path}: a surrogate run has no language model to evaluate (environment.name: surrogate)"
+        )
     section = config.get("model")
     if isinstance(section, str):
         section = {"name": section}

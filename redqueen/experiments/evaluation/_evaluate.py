@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,8 @@ from redqueen.experiments.evaluation._contestants import (
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore
 from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make_suite
 from redqueen.experiments.rundir import RunDirectoryError
+
+_log = logging.getLogger(__name__)
 
 #: ``model.dtype`` values of a run configuration (torch is imported only when evaluating).
 _DTYPES = ("float32", "bfloat16", "float16")
@@ -99,6 +102,7 @@ def evaluate_run(
     if not problems:
         raise ValueError(f"benchmark {suite.name}: no problems (limit={limit})")
 
+    _log.info("%s: %d models x %d problems of %s", run_dir, len(contestants), len(problems), suite.name)
     start = time.perf_counter()
     if host is None:
         from redqueen.engine import AdapterHost

@@ -9,6 +9,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from redqueen.experiments.stats import Interval, bootstrap_ci
+
 #: Where a scored model came from.
 SOURCES = ("population", "base", "baseline")
 
@@ -106,6 +108,16 @@ class EvalReport:
         members = [score for score in self.population if role is None or score.role == role]
         return summarize(members)
 
+    def mean_interval(self, role: str | None = None, *, confidence: float = 0.95) -> Interval | None:
+        """Population mean pass@1 (one role or every living member) with a bootstrap CI over
+        problems: each problem contributes the share of members that solved it."""
+        members = [score for score in self.population if role is None or score.role == role]
+        if not members or not self.problems:
+            return None
+        solved = [set(score.solved) for score in members]
+        shares = [sum(pid in member for member in solved) / len(solved) for pid in self.problems]
+        return bootstrap_ci(shares, confidence=confidence)
+
     def headline(self) -> Summary | None:
         """The summary benchmarks quote: over the students when the run has a student role
         (teachers are trained to propose tasks, not to solve them), else over every member."""
@@ -121,12 +133,15 @@ class EvalReport:
         ]
         summaries = {"all": self.summary()}
         summaries.update({role: self.summary(role) for role in self.roles()})
+        intervals = {"all": self.mean_interval()}
+        intervals.update({role: self.mean_interval(role) for role in self.roles()})
         data["summary"] = {
             name: None
             if summary is None
             else {
                 "n_members": summary.n_members,
                 "mean": summary.mean,
+                "mean_ci95": None if intervals[name] is None else [intervals[name].low, intervals[name].high],
                 "best": {"member": summary.best.member, "pass_at_1": summary.best.pass_at_1},
                 "weakest": {
                     "member": summary.weakest.member,
@@ -219,8 +234,10 @@ class EvalReport:
         for name, summary in groups:
             if summary is None:
                 continue
+            interval = self.mean_interval(None if name == "population" else name)
+            ci = "" if interval is None else f" (95% CI {interval.low:.3f}-{interval.high:.3f} over problems)"
             lines.append(
-                f"- {name} ({summary.n_members} members): mean {summary.mean:.3f}, "
+                f"- {name} ({summary.n_members} members): mean {summary.mean:.3f}{ci}, "
                 f"best {summary.best.member} {summary.best.pass_at_1:.3f}, "
                 f"weakest {summary.weakest.member} {summary.weakest.pass_at_1:.3f}"
             )
@@ -242,3 +259,13 @@ class EvalReport:
         json_path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
         md_path.write_text(self.to_markdown())
         return json_path, md_path
+
+
+def across_runs(reports: Sequence[EvalReport], *, confidence: float = 0.95) -> Interval | None:
+    """Headline mean pass@1 over several runs (one per seed) with a bootstrap CI over runs.
+
+    Each run contributes its headline mean (students when there are any), so the interval
+    says how much the result moves from seed to seed; ``None`` when no run has members.
+    """
+    means = [summary.mean for summary in (report.headline() for report in reports) if summary is not None]
+    return bootstrap_ci(means, confidence=confidence) if means else None

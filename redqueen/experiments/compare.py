@@ -1,0 +1,229 @@
+"""Compare conditions over seeds (``redqueen compare``): bands over time and final values with CIs.
+
+A condition is a group of run directories that differ only in their seed: the trials of one
+grid point of a sweep directory (``sweep.json``), a folder whose sub-folders are runs, or a
+single run. For each chosen metric, :func:`compare` computes per condition and step the mean
+over seeds with a bootstrap confidence band (:func:`redqueen.experiments.stats.bootstrap_ci`),
+the final value of every run, their mean with a CI, and a two-sided Mann-Whitney U test between
+every pair of conditions. It writes ``compare.png`` (one panel per metric, one band per
+condition), ``compare.json`` (every number drawn) and ``compare.md`` (the table).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from redqueen.experiments.rundir import RunDirectory
+from redqueen.experiments.stats import Interval, bootstrap_ci, rank_test
+from redqueen.experiments.sweep import MANIFEST, read_manifest
+
+_log = logging.getLogger(__name__)
+
+#: Metrics drawn when none are named.
+DEFAULT_METRICS = ("best_rating", "solve_rate")
+
+
+@dataclass(frozen=True)
+class Band:
+    """One condition's metric over time: mean over seeds and a bootstrap band per step.
+
+    Attributes:
+        condition: The condition's name.
+        metric: The metric.
+        steps: Steps at which every run of the condition logged the metric.
+        mean: Mean over runs per step.
+        low: Lower end of the band per step.
+        high: Upper end of the band per step.
+        runs: Number of runs (seeds).
+    """
+
+    condition: str
+    metric: str
+    steps: list[float]
+    mean: list[float]
+    low: list[float]
+    high: list[float]
+    runs: int
+
+
+@dataclass(frozen=True)
+class FinalValues:
+    """The last logged value of a metric in every run of a condition, with its mean's CI."""
+
+    condition: str
+    metric: str
+    values: list[float]
+    interval: Interval
+
+
+def find_conditions(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[Path]]:
+    """Condition -> run directories, from sweep directories, folders of runs or single runs.
+
+    Raises:
+        ValueError: Naming the path, if it is none of these or two conditions share a name.
+    """
+    groups: dict[str, list[Path]] = {}
+    for raw in paths:
+        path = Path(raw)
+        if (path / MANIFEST).is_file():
+            found = read_manifest(path)
+        elif (path / "config.yaml").is_file():
+            found = {path.name: [path]}
+        elif path.is_dir() and any((p / "config.yaml").is_file() for p in path.iterdir()):
+            found = {path.name: sorted(p for p in path.iterdir() if (p / "config.yaml").is_file())}
+        else:
+            raise ValueError(f"{path}: not a sweep directory, a run directory or a folder of runs")
+        for name, runs in found.items():
+            if name in groups:
+                raise ValueError(f"{path}: condition {name!r} is given twice")
+            groups[name] = runs
+    return groups
+
+
+def _series(run: Path, metric: str) -> dict[float, float]:
+    series = {}
+    for row in RunDirectory(run).read_log("metrics"):
+        step, value = row.get("step"), row.get(metric)
+        if isinstance(step, (int, float)) and isinstance(value, (int, float)) and not isinstance(value, bool):
+            series[float(step)] = float(value)
+    return series
+
+
+def metric_band(condition: str, runs: Sequence[Path], metric: str, *, confidence: float = 0.95) -> Band:
+    """The condition's band for ``metric`` over the steps every run logged."""
+    series = [_series(run, metric) for run in runs]
+    steps = sorted(set.intersection(*(set(s) for s in series))) if series else []
+    mean, low, high = [], [], []
+    for step in steps:
+        interval = bootstrap_ci([s[step] for s in series], confidence=confidence)
+        mean.append(interval.mean)
+        low.append(interval.low)
+        high.append(interval.high)
+    return Band(condition, metric, steps, mean, low, high, len(runs))
+
+
+def final_values(condition: str, runs: Sequence[Path], metric: str) -> FinalValues | None:
+    """Each run's last logged ``metric`` and their mean with a bootstrap CI (``None`` if none logged it)."""
+    values = []
+    for run in runs:
+        series = _series(run, metric)
+        if series:
+            values.append(series[max(series)])
+    if not values:
+        return None
+    return FinalValues(condition, metric, values, bootstrap_ci(values))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare` computed and wrote.
+
+    Attributes:
+        bands: Per metric, one :class:`Band` per condition.
+        finals: Per metric, one :class:`FinalValues` per condition that logged it.
+        tests: Per metric, ``(condition a, condition b, Mann-Whitney U p-value)`` per pair.
+        files: The files written.
+    """
+
+    bands: dict[str, list[Band]]
+    finals: dict[str, list[FinalValues]]
+    tests: dict[str, list[tuple[str, str, float | None]]]
+    files: list[Path]
+
+
+def compare(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    out: str | os.PathLike[str] | None = None,
+) -> Comparison:
+    """Bands, final values with CIs and rank tests for ``metrics`` across the conditions in ``paths``.
+
+    Args:
+        paths: Sweep directories, folders of runs or run directories.
+        metrics: Columns of ``metrics.jsonl`` to compare.
+        out: Folder for ``compare.png``, ``compare.json`` and ``compare.md`` (default: a
+            ``compare`` folder inside the first path).
+
+    Raises:
+        ValueError: If a path holds no runs or no run logged one of the metrics (it is named).
+    """
+    conditions = find_conditions(paths)
+    bands: dict[str, list[Band]] = {}
+    finals: dict[str, list[FinalValues]] = {}
+    tests: dict[str, list[tuple[str, str, float | None]]] = {}
+    for metric in metrics:
+        finals[metric] = [f for name, runs in conditions.items() if (f := final_values(name, runs, metric))]
+        if not finals[metric]:
+            raise ValueError(f"metric {metric!r}: no run in {', '.join(map(str, paths))} logged it")
+        bands[metric] = [metric_band(name, runs, metric) for name, runs in conditions.items()]
+        tests[metric] = [(a.condition, b.condition, rank_test(a.values, b.values))
+                         for a, b in itertools.combinations(finals[metric], 2)]
+    target = Path(out) if out is not None else Path(paths[0]) / "compare"
+    target.mkdir(parents=True, exist_ok=True)
+    files = [_draw(bands, target / "compare.png"), _write_json(bands, finals, tests, target / "compare.json"),
+             _write_markdown(conditions, finals, tests, target / "compare.md")]
+    _log.info("compared %d conditions on %s into %s", len(conditions), ", ".join(metrics), target)
+    return Comparison(bands, finals, tests, files)
+
+
+def _draw(bands: Mapping[str, list[Band]], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(len(bands), 1, figsize=(7, 3 * len(bands)), squeeze=False)
+    for ax, (metric, per_condition) in zip(axes[:, 0], bands.items(), strict=True):
+        for band in per_condition:
+            if not band.steps:
+                continue
+            line, = ax.plot(band.steps, band.mean, label=f"{band.condition} (n={band.runs})")
+            ax.fill_between(band.steps, band.low, band.high, color=line.get_color(), alpha=0.25)
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    axes[-1, 0].set_xlabel("step")
+    axes[0, 0].set_title("mean over seeds, 95% bootstrap band")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _write_json(bands: Mapping[str, list[Band]], finals: Mapping[str, list[FinalValues]],
+                tests: Mapping[str, list[tuple[str, str, float | None]]], path: Path) -> Path:
+    data = {
+        metric: {
+            "bands": [asdict(b) for b in bands[metric]],
+            "final": [{"condition": f.condition, "values": f.values, **asdict(f.interval)} for f in finals[metric]],
+            "mann_whitney_u": [{"a": a, "b": b, "p": p} for a, b, p in tests[metric]],
+        }
+        for metric in bands
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def _write_markdown(conditions: Mapping[str, list[Path]], finals: Mapping[str, list[FinalValues]],
+                    tests: Mapping[str, list[tuple[str, str, float | None]]], path: Path) -> Path:
+    lines = ["# Final values per condition", "",
+             "Mean over seeds of each run's last logged value, 95% bootstrap CI (percentile, over seeds).", ""]
+    for metric, rows in finals.items():
+        lines += [f"## {metric}", "", "| condition | runs | mean | 95% CI |", "| --- | ---: | ---: | --- |"]
+        for f in rows:
+            lines.append(f"| {f.condition} | {f.interval.n} | {f.interval.mean:.4g} | "
+                         f"{f.interval.low:.4g} to {f.interval.high:.4g} |")
+        if tests[metric]:
+            lines += ["", "Two-sided Mann-Whitney U between conditions (with n seeds each, the smallest "
+                      "possible p is 2/C(2n, n): 0.1 for n = 3):", ""]
+            lines += [f"- {a} vs {b}: p = {'n/a' if p is None else f'{p:.3g}'}" for a, b, p in tests[metric]]
+        lines.append("")
+    path.write_text("\n".join(lines))
+    return path

@@ -1,0 +1,75 @@
+"""``redqueen sweep`` and ``redqueen compare``: seeds, grids and error bars from the command line.
+
+Register with ``app.command("sweep")(sweep_command)`` and ``app.command("compare")(compare_command)``.
+Bad input (a malformed ``--grid``, an unknown config key, a path that holds no runs, a metric no
+run logged) exits with status 2 and one line naming it, before any trial starts.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+
+def _fail(message: str) -> typer.Exit:
+    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+def sweep_command(
+    config: str = typer.Argument(..., help="A preset name or a YAML file, as for `redqueen run`."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds 0..N-1 per grid point."),
+    grid: list[str] | None = typer.Option(
+        None, "--grid", help="key=v1,v2,... crossed with the other --grid keys (repeatable)."
+    ),
+    overrides: list[str] | None = typer.Option(
+        None, "--set", help="key=value applied to every trial (repeatable)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Sweep directory (default runs/sweep-<config>)."),
+    address: str | None = typer.Option(
+        None, "--address", help="Ray cluster address (default: start Ray on this machine)."
+    ),
+    cpus_per_trial: float = typer.Option(1.0, "--cpus-per-trial", min=0.01, help="CPUs Ray reserves per trial."),
+    max_concurrent: int = typer.Option(0, "--max-concurrent", min=0, help="Trials at once (0: as CPUs allow)."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw each run's plots."),
+) -> None:
+    """Run a grid of configurations over seeds as Ray Tune trials; each trial is a run directory.
+
+    Running the same command again continues the sweep: finished runs are kept, interrupted ones
+    resume from their checkpoints.
+    """
+    from redqueen.experiments.sweep import parse_grid, run_sweep
+
+    target = out if out is not None else Path("runs") / f"sweep-{Path(config).stem}"
+    try:
+        parsed = parse_grid(list(grid or ()))
+        groups = run_sweep(config, out=target, seeds=seeds, grid=parsed, overrides=list(overrides or ()),
+                           address=address, cpus_per_trial=cpus_per_trial, max_concurrent=max_concurrent,
+                           plots=plots)
+    except (ValueError, KeyError, OSError) as error:
+        raise _fail(str(error.args[0]) if isinstance(error, KeyError) and error.args else error) from None
+    for name, runs in groups.items():
+        typer.echo(f"{name}: {len(runs)} runs in {runs[0].parent}")
+    typer.echo(f"sweep complete: {target} (compare with: redqueen compare {target})")
+
+
+def compare_command(
+    dirs: list[Path] = typer.Argument(..., help="Sweep directories, folders of runs or run directories."),
+    metric: list[str] | None = typer.Option(
+        None, "--metric", "-m", help="metrics.jsonl column to compare (repeatable; default best_rating, solve_rate)."
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Output folder (default DIR/compare)."),
+) -> None:
+    """Draw metrics over time per condition with bootstrap bands; table of final values with CIs."""
+    from redqueen.experiments.compare import DEFAULT_METRICS, compare
+    from redqueen.experiments.rundir import RunDirectoryError
+
+    try:
+        result = compare(dirs, metrics=list(metric or DEFAULT_METRICS), out=out)
+    except (ValueError, OSError, RunDirectoryError) as error:
+        raise _fail(error) from None
+    typer.echo(result.files[-1].read_text())
+    for path in result.files:
+        typer.echo(f"wrote {path}")

@@ -1,0 +1,271 @@
+"""Sweeps: a grid of configurations times seeds, run as Ray Tune trials (``redqueen sweep``).
+
+Each trial is one ordinary run directory, ``<out>/<condition>/seed<k>/``, written by the same
+runner as ``redqueen run``, so ``plot``, ``resume``, ``eval`` and ``compare`` read it as they
+read any run. ``<out>/sweep.json`` records the grid, the seeds and where every trial lives.
+Running the same sweep again continues it: finished trials are kept, interrupted ones resume
+from their latest checkpoint, missing ones start. Ray runs on the local machine unless an
+address is given (``--address ray://head:10001`` or ``auto``); trials need one CPU each.
+
+Example::
+
+    redqueen sweep surrogate --seeds 3 --grid evolution.selection=tournament,nsga2 \\
+        --set steps=20 --out runs/selection-study
+    redqueen compare runs/selection-study --metric best_rating
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_log = logging.getLogger(__name__)
+
+#: File at the top of a sweep directory naming its conditions and trials.
+MANIFEST = "sweep.json"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run of a sweep.
+
+    Attributes:
+        condition: The condition's name, e.g. ``"evolution.selection=nsga2"``.
+        seed: The run's seed.
+        overrides: Every ``key=value`` override the run applies to the base config.
+        path: The run directory.
+    """
+
+    condition: str
+    seed: int
+    overrides: tuple[str, ...]
+    path: Path
+
+
+def parse_grid(specs: Sequence[str]) -> dict[str, list[str]]:
+    """``["a.b=1,2", "c=x,y"]`` -> ``{"a.b": ["1", "2"], "c": ["x", "y"]}`` (values stay YAML text;
+    commas inside ``{}``, ``[]`` or quotes belong to the value).
+
+    Raises:
+        ValueError: Naming the spec, if it has no ``=``, no key, no value or repeats a key.
+    """
+    grid: dict[str, list[str]] = {}
+    for spec in specs:
+        key, sep, values = spec.partition("=")
+        key = key.strip()
+        parts = [v.strip() for v in _split_top_level(values)] if sep else []
+        if not sep or not key or not parts or any(not v for v in parts):
+            raise ValueError(f"--grid {spec!r}: expected key=value1,value2,...")
+        if key in grid:
+            raise ValueError(f"--grid {spec!r}: key {key} is given twice")
+        grid[key] = parts
+    return grid
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split at commas outside brackets, braces and quotes: ``"1,{a: 1, b: 2}"`` -> 2 values."""
+    parts, depth, quote, current = [], 0, "", []
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    parts.append("".join(current))
+    return parts
+
+
+def condition_name(assignment: Mapping[str, str]) -> str:
+    """A directory-safe name of one grid point, e.g. ``evolution.selection=nsga2``."""
+    if not assignment:
+        return "base"
+    text = ",".join(f"{k}={v}" for k, v in assignment.items())
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)
+
+
+def plan_trials(
+    source: str, grid: Mapping[str, Sequence[str]], seeds: int, out: Path, overrides: Sequence[str] = ()
+) -> list[Trial]:
+    """Every (grid point, seed) as a :class:`Trial`; each config is validated here, so a bad
+    key or value fails before anything runs.
+
+    Raises:
+        ValueError: If ``seeds`` < 1. ConfigError: One line naming the field, for a bad override.
+    """
+    from redqueen.experiments.config import load_config
+
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    keys = list(grid)
+    trials = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        assignment = dict(zip(keys, values, strict=True))
+        name = condition_name(assignment)
+        for seed in range(seeds):
+            applied = (*overrides, *(f"{k}={v}" for k, v in assignment.items()), f"seed={seed}")
+            load_config(source, list(applied))
+            trials.append(Trial(name, seed, applied, out / name / f"seed{seed}"))
+    return trials
+
+
+def run_trial(
+    source: str, overrides: Sequence[str], path: str | os.PathLike[str], *, plots: bool = True
+) -> dict[str, Any]:
+    """Run (or continue) one trial's run directory to its last step; returns its last metrics.
+
+    A directory with a ``config.yaml`` is resumed (a finished run returns at once), otherwise
+    the run starts. Plots are drawn at the end when ``plots`` is set, as for ``redqueen run``.
+    """
+    from redqueen.experiments.config import load_config
+    from redqueen.experiments.runner import resume_run, start_run
+
+    path = Path(path)
+    if (path / "config.yaml").is_file():
+        runner = resume_run(path, plots=plots)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        runner = start_run(load_config(source, list(overrides)), path, plots=plots)
+    try:
+        result = runner.run()
+    finally:
+        runner.close()
+    return {"steps_done": result.steps_done, "complete": result.complete, **result.last_metrics}
+
+
+def _trainable(params: dict[str, Any]) -> None:
+    """The Ray Tune function trainable: one trial, its final metrics reported once."""
+    from ray import tune
+
+    trial = params["trial"]
+    metrics = run_trial(trial["source"], trial["overrides"], trial["path"], plots=trial["plots"])
+    tune.report({k: v for k, v in metrics.items() if isinstance(v, (int, float, bool))})
+
+
+def write_manifest(out: Path, source: str, grid: Mapping[str, Sequence[str]], seeds: int,
+                   overrides: Sequence[str], trials: Sequence[Trial]) -> Path:
+    """Write ``sweep.json``: the base config, grid, seeds, overrides and every trial's path."""
+    data = {
+        "config": source,
+        "grid": {k: list(v) for k, v in grid.items()},
+        "seeds": seeds,
+        "overrides": list(overrides),
+        "trials": [{"condition": t.condition, "seed": t.seed, "overrides": list(t.overrides),
+                    "path": str(t.path.relative_to(out))} for t in trials],
+    }
+    path = out / MANIFEST
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    return path
+
+
+def read_manifest(out: str | os.PathLike[str]) -> dict[str, list[Path]]:
+    """Condition -> run directories of a sweep directory, in seed order.
+
+    Raises:
+        ValueError: If ``sweep.json`` is missing or malformed (the file is named).
+    """
+    path = Path(out) / MANIFEST
+    try:
+        data = json.loads(path.read_text())
+        groups: dict[str, list[Path]] = {}
+        for trial in data["trials"]:
+            groups.setdefault(str(trial["condition"]), []).append(Path(out) / trial["path"])
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a sweep manifest ({type(error).__name__}: {error})") from None
+    return groups
+
+
+def run_sweep(
+    source: str,
+    *,
+    out: str | os.PathLike[str],
+    seeds: int = 1,
+    grid: Mapping[str, Sequence[str]] | None = None,
+    overrides: Sequence[str] = (),
+    address: str | None = None,
+    cpus_per_trial: float = 1.0,
+    max_concurrent: int = 0,
+    plots: bool = True,
+) -> dict[str, list[Path]]:
+    """Run every (grid point, seed) of ``source`` as Ray Tune trials; returns condition -> runs.
+
+    Args:
+        source: A preset name or a YAML file, as for ``redqueen run``.
+        out: The sweep directory (created; an existing sweep there is continued).
+        seeds: Seeds ``0 .. seeds-1`` per grid point (the config's ``seed`` key).
+        grid: Dotted key -> values (YAML text), crossed with each other.
+        overrides: ``key=value`` applied to every trial before the grid's values.
+        address: A Ray cluster address; ``None`` starts Ray on this machine.
+        cpus_per_trial: CPUs Ray reserves per trial.
+        max_concurrent: At most this many trials at once (0: as many as the CPUs allow).
+        plots: Draw each run's plots when it ends.
+
+    Raises:
+        ValueError / ConfigError: One line naming the field, before any trial starts.
+        RuntimeError: If a trial fails (the trial's run directory is named).
+    """
+    import ray
+    from ray import tune
+
+    out = Path(out).resolve()
+    if Path(source).suffix in (".yaml", ".yml"):
+        if not Path(source).is_file():
+            raise ValueError(f"{source}: file not found")
+        source = str(Path(source).resolve())
+    grid = dict(grid or {})
+    trials = plan_trials(source, grid, seeds, out, overrides)
+    out.mkdir(parents=True, exist_ok=True)
+    write_manifest(out, source, grid, seeds, overrides, trials)
+    _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING, runtime_env={"env_vars": _env_for_workers()})
+    try:
+        tuner = tune.Tuner(
+            tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
+            param_space={"trial": tune.grid_search([
+                {"source": source, "overrides": list(t.overrides), "path": str(t.path), "plots": plots}
+                for t in trials
+            ])},
+            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent or None, reuse_actors=True,
+                                        trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"),
+            run_config=tune.RunConfig(name="tune", storage_path=str(out / ".tune"), verbose=0),
+        )
+        results = tuner.fit()
+    finally:
+        if started_here:
+            ray.shutdown()
+    failed = [r for r in results if r.error is not None]
+    if failed:
+        path = failed[0].config["trial"]["path"]
+        raise RuntimeError(f"sweep trial {path} failed: {type(failed[0].error).__name__}: {failed[0].error}")
+    groups: dict[str, list[Path]] = {}
+    for trial in trials:
+        groups.setdefault(trial.condition, []).append(trial.path)
+    return groups
+
+
+def _env_for_workers() -> dict[str, str]:
+    """Variables Ray's workers need to import the same redqueen (e.g. a source checkout)."""
+    return {k: os.environ[k] for k in ("PYTHONPATH", "HF_HUB_OFFLINE") if k in os.environ}
+
+
+def sweep_grid_summary(groups: Mapping[str, Sequence[Path]]) -> str:
+    """One line per condition: its name and run directories (for the command's output)."""
+    return "\n".join(f"{name}: {', '.join(str(p) for p in paths)}" for name, paths in groups.items())
+
