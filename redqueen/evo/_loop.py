@@ -149,8 +149,10 @@ class EvolutionLoop:
                 self._dismiss(dead, step, ratings)
                 deaths.append(dead.id)
             survivor_ratings = [m.rating for m in survivors if m.rating is not None]
+            # Parents may be archived elites no longer alive (map_elites): they lend no rating.
+            rating_of = {m.id: m.rating for m in members if m.rating is not None}
             for child in children:
-                parents = [self.population.get(p).rating for p in child.parents]
+                parents = [rating_of[p] for p in child.parents if p in rating_of]
                 self._admit(child, step, ratings, (parents, survivor_ratings))
                 births.append(child)
         return births, deaths

@@ -123,7 +123,11 @@ def test_logs_phylogenetic_diversity_and_hypervolume_across_a_resume():
 
 def test_map_elites_keeps_a_persistent_archive_and_logs_qd_score():
     params = {"bins": 4, "low": [0.0, 0.0], "high": [1.0, 1.0]}
-    settings = {**SMALL, "selection": "map_elites", "selection_params": params, "replace_every": 1}
+    replacement = ReplacementConfig(
+        replace_every=1, operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="map_elites",
+        selection_params=params,
+    )
+    settings = {**SMALL, "replacement": replacement}
     env = SurrogateEnv(seed=6, **settings)
     rows = [env.step().metrics for _ in range(4)]
     qd, coverage = [r["qd_score/student"] for r in rows[1:]], [r["coverage/student"] for r in rows[1:]]
