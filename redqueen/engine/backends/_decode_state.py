@@ -3,7 +3,7 @@
 A CUDA graph replays kernels on fixed addresses, so every tensor a decode step reads or writes
 lives here, and the step advances its own counters (the token fed back, its position, the cache
 column and the output index) on the device. One state serves every call of the same
-``(rows, capacity)``; its graphs are captured on first use per sampling mode and LoRA layout.
+``(rows, capacity)``; its graphs are captured on first use per sampling mode and LoRA layout (stack buffers and segment shape).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from torch import Tensor
 
 from redqueen.engine.backends._decoder import StaticDecoder
 from redqueen.engine.backends._device_sampler import DeviceSampler
+from redqueen.engine.backends._lora_stack import LoRARouting
 
 __all__ = ["DecodeState"]
 
@@ -49,8 +50,7 @@ class DecodeState:
         self.logprobs_out = torch.zeros(rows, capacity, dtype=torch.float32, device=device)
         # Graph runs sample through this one, loaded with each call's settings.
         self.sampler = DeviceSampler([], None, steps=capacity, device=device, rows=rows)
-        self._mask: Tensor | None = None
-        self._mask_version = -1
+        self._routes: dict[tuple[int, int], LoRARouting] = {}
         self._graphs: dict[tuple, torch.cuda.CUDAGraph] = {}
 
     def start(self, width: int, positions: Tensor) -> None:
@@ -70,29 +70,35 @@ class DecodeState:
         self,
         decoder: StaticDecoder,
         sampler: DeviceSampler,
-        mask: Tensor | None,
+        route: LoRARouting | None,
         *,
         kv_len: int | None = None,
     ) -> None:
         """One decode step: forward the fed token, sample, record, move the counters on."""
         logits = decoder.step(
-            self.tokens, self.positions, self.column, self.cache, self.rope, mask, kv_len=kv_len
+            self.tokens, self.positions, self.column, self.cache, self.rope, route, kv_len=kv_len
         )
         self.record(*sampler(logits, self.step))
         self.positions.add_(1)
         self.column.add_(1)
 
-    def static_mask(self, mask: Tensor, version: int) -> Tensor:
-        """Copy a LoRA row mask into this state's fixed buffer (reallocated with the stack)."""
-        if self._mask is None or self._mask_version != version or self._mask.shape != mask.shape:
-            self._mask = torch.empty_like(mask)
-            self._mask_version = version
-            self._graphs = {k: g for k, g in self._graphs.items() if k[2] == version}
-        self._mask.copy_(mask)
-        return self._mask
+    def static_routing(self, route: LoRARouting) -> LoRARouting:
+        """Copy a LoRA routing into this state's fixed buffers for its ``(slots, seg)``."""
+        fixed = self._routes.get((route.slots, route.seg))
+        if fixed is None:
+            fixed = LoRARouting(
+                gather=torch.empty_like(route.gather),
+                scatter=torch.empty_like(route.scatter),
+                slots=route.slots,
+                seg=route.seg,
+            )
+            self._routes[(route.slots, route.seg)] = fixed
+        fixed.gather.copy_(route.gather)
+        fixed.scatter.copy_(route.scatter)
+        return fixed
 
     def graph(
-        self, sampler: DeviceSampler, mask: Tensor | None, version: int, pool: object
+        self, sampler: DeviceSampler, route: LoRARouting | None, version: int, pool: object
     ) -> torch.cuda.CUDAGraph:
         """The captured decode step for this sampling mode and LoRA layout (captured once).
 
@@ -101,7 +107,8 @@ class DecodeState:
         restored afterwards, and the cache column and output slot the warm-up wrote are written
         again by the real step before anything reads them.
         """
-        key = (sampler.mode, mask is not None, version)
+        layout = None if route is None else (route.slots, route.seg, version)
+        key = (sampler.mode, layout)
         graph = self._graphs.get(key)
         if graph is not None:
             return graph
@@ -110,13 +117,15 @@ class DecodeState:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            self.advance(self.decoder, sampler, mask)
+            self.advance(self.decoder, sampler, route)
         torch.cuda.current_stream().wait_stream(side)
         for t, s in zip(counters, saved, strict=True):
             t.copy_(s)
+        # Graphs over reallocated LoRA buffers can never run again.
+        self._graphs = {k: g for k, g in self._graphs.items() if k[1] is None or k[1][2] == version}
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=pool):
-            self.advance(self.decoder, sampler, mask)
+            self.advance(self.decoder, sampler, route)
         for t, s in zip(counters, saved, strict=True):
             t.copy_(s)
         self._graphs[key] = graph

@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from redqueen.engine._lora_layer import MultiLoRALinear
-from redqueen.engine.backends._lora_stack import StackedLoRA
+from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "KVCache", "StaticDecoder", "UnsupportedModelError"]
 
@@ -114,7 +114,7 @@ class StaticDecoder:
     # -- forward ---------------------------------------------------------------------------
 
     def prefill(
-        self, input_ids: Tensor, positions: Tensor, cache: KVCache, rope: tuple[Tensor, Tensor], mask: Tensor | None
+        self, input_ids: Tensor, positions: Tensor, cache: KVCache, rope: tuple[Tensor, Tensor], route: LoRARouting | None
     ) -> Tensor:
         """Run left-padded prompts ``(batch, width)``, fill the cache's first ``width`` columns.
 
@@ -129,10 +129,10 @@ class StaticDecoder:
         cos, sin = rope[0][positions][:, None], rope[1][positions][:, None]  # (batch, 1, width, dim)
         x = self.embed(input_ids)
         for i, layer in enumerate(self.layers):
-            q, k, v = self._qkv(layer, x, cos, sin, mask)
+            q, k, v = self._qkv(layer, x, cos, sin, route)
             cache.keys[i][:, :, :width] = k
             cache.values[i][:, :, :width] = v
-            x = self._finish_layer(layer, x, q, k, v, attend[:, None], mask)
+            x = self._finish_layer(layer, x, q, k, v, attend[:, None], route)
         return self.lm_head(self.norm(x[:, -1:]))[:, 0]
 
     def step(
@@ -142,7 +142,7 @@ class StaticDecoder:
         column: Tensor,
         cache: KVCache,
         rope: tuple[Tensor, Tensor],
-        mask: Tensor | None,
+        route: LoRARouting | None,
         *,
         kv_len: int | None = None,
     ) -> Tensor:
@@ -159,50 +159,52 @@ class StaticDecoder:
         cos, sin = rope[0][positions][:, None, None], rope[1][positions][:, None, None]
         x = self.embed(tokens[:, None])  # (batch, 1, hidden)
         for i, layer in enumerate(self.layers):
-            q, k, v = self._qkv(layer, x, cos, sin, mask)
+            q, k, v = self._qkv(layer, x, cos, sin, route)
             keys, values = cache.keys[i], cache.values[i]
             keys.index_copy_(2, column, k)
             values.index_copy_(2, column, v)
             if kv_len is not None:
                 keys, values = keys[:, :, :kv_len], values[:, :, :kv_len]
-            x = self._finish_layer(layer, x, q, keys, values, attend, mask)
+            x = self._finish_layer(layer, x, q, keys, values, attend, route)
         return self.lm_head(self.norm(x))[:, 0]
 
     # -- one layer -------------------------------------------------------------------------
 
-    def _linear(self, layer: _Layer, name: str, x: Tensor, mask: Tensor | None) -> Tensor:
+    def _linear(self, layer: _Layer, name: str, x: Tensor, route: LoRARouting | None) -> Tensor:
         module = layer.proj[name]
         y = F.linear(x, module.weight, module.bias)
         index = layer.lora[name]
-        if mask is None or index is None:
+        if route is None or index is None:
             return y
-        a_cat, b_cat = self.lora.factors(index, full=mask.shape[-1] != self.lora.width)
-        h = (x @ a_cat) * mask  # (batch, seq, slots * rank), other slots zeroed
-        return y.add_(h @ b_cat)
+        a, b = self.lora.factors(index, route.slots)  # (slots, in, r), (slots, r, out)
+        xs = x.index_select(0, route.gather).view(route.slots, -1, x.shape[-1])
+        delta = torch.bmm(torch.bmm(xs, a), b)  # (slots, seg * seq, out)
+        delta = delta.view(route.slots * route.seg, x.shape[1], -1)
+        return y.add_(delta.index_select(0, route.scatter))
 
     def _qkv(
-        self, layer: _Layer, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None
+        self, layer: _Layer, x: Tensor, cos: Tensor, sin: Tensor, route: LoRARouting | None
     ) -> tuple[Tensor, Tensor, Tensor]:
         batch, seq = x.shape[:2]
         h = layer.in_norm(x)
-        q = self._linear(layer, "q_proj", h, mask).view(batch, seq, -1, self.head_dim).transpose(1, 2)
-        k = self._linear(layer, "k_proj", h, mask).view(batch, seq, -1, self.head_dim).transpose(1, 2)
-        v = self._linear(layer, "v_proj", h, mask).view(batch, seq, -1, self.head_dim).transpose(1, 2)
+        q = self._linear(layer, "q_proj", h, route).view(batch, seq, -1, self.head_dim).transpose(1, 2)
+        k = self._linear(layer, "k_proj", h, route).view(batch, seq, -1, self.head_dim).transpose(1, 2)
+        v = self._linear(layer, "v_proj", h, route).view(batch, seq, -1, self.head_dim).transpose(1, 2)
         return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin, v
 
     def _finish_layer(
-        self, layer: _Layer, x: Tensor, q: Tensor, k: Tensor, v: Tensor, attend: Tensor, mask: Tensor | None
+        self, layer: _Layer, x: Tensor, q: Tensor, k: Tensor, v: Tensor, attend: Tensor, route: LoRARouting | None
     ) -> Tensor:
         batch, seq = x.shape[:2]
         attn = F.scaled_dot_product_attention(
             q, k, v, attn_mask=attend, scale=layer.scaling, enable_gqa=self.gqa
         )  # (batch, heads, seq, head_dim)
         attn = attn.transpose(1, 2).reshape(batch, seq, -1)
-        x = x + self._linear(layer, "o_proj", attn, mask)
+        x = x + self._linear(layer, "o_proj", attn, route)
         h = layer.post_norm(x)
-        gate = self._linear(layer, "gate_proj", h, mask)
-        up = self._linear(layer, "up_proj", h, mask)
-        return x + self._linear(layer, "down_proj", layer.act(gate) * up, mask)
+        gate = self._linear(layer, "gate_proj", h, route)
+        up = self._linear(layer, "up_proj", h, route)
+        return x + self._linear(layer, "down_proj", layer.act(gate) * up, route)
 
 
 def _rotate_half(x: Tensor) -> Tensor:

@@ -1,29 +1,47 @@
-"""The adapters' LoRA factors stacked per layer, for one product per layer for the whole batch.
+"""The adapters' LoRA factors stacked per layer, applied to a mixed batch in segments.
 
-Punica's BGMV/SGMV kernels and S-LoRA keep every adapter's factors in one stacked tensor and
-index it by each row's adapter. Without a custom kernel the same effect comes from two dense
-products over the concatenated factors and a row mask:
+Punica (SGMV) and S-LoRA keep every adapter's factors in one stacked tensor and run the rows
+of each adapter as one segment. Here that is, per projection and for the whole batch::
 
-    y = W x + ((x @ A_cat) * mask[row]) @ B_cat
+    xs = x[gather]                          # rows grouped by adapter: (slots * seg, ...)
+    delta = bmm(bmm(xs, A[slot]), B[slot])  # one batched product per factor, all adapters
+    y += delta[scatter]                     # back to batch order
 
-where ``A_cat`` (in, slots * r) holds each slot's ``A^T`` side by side, ``B_cat`` (slots * r,
-out) each slot's ``s * B^T`` stacked, and ``mask[row]`` keeps the ``r`` columns of the row's own
-slot (all zero for a row without an adapter). Every factor is read once per step, as in BGMV,
-and the shapes do not depend on which rows use which adapter, so the step can be captured in a
-CUDA graph. The extra arithmetic (``slots`` times that of one adapter) is small next to the
-base weights at decode time, when reading memory is the cost.
+``A`` is ``(slots, in, r)`` and ``B`` ``(slots, r, out)`` with the scaling folded in; slot 0
+holds zeros, for rows without an adapter and for the padding of short segments. ``gather`` and
+``scatter`` are built once per batch, so a decode step does the same few kernels whatever the
+number of adapters, with no Python work per adapter; with every segment padded to a fixed
+length the shapes are fixed too, and the step can be captured in a CUDA graph.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from redqueen.engine._lora_layer import MultiLoRALinear
 
-__all__ = ["StackedLoRA"]
+__all__ = ["LoRARouting", "StackedLoRA"]
+
+
+@dataclass(frozen=True)
+class LoRARouting:
+    """Where each row of a batch goes in the segmented product.
+
+    Args:
+        gather: ``(slots * seg,)`` batch row of each segment position (padding: any row).
+        scatter: ``(rows,)`` segment position of each batch row.
+        slots: Slots the product runs over (slot 0, the zero slot, included).
+        seg: Rows per segment.
+    """
+
+    gather: Tensor
+    scatter: Tensor
+    slots: int
+    seg: int
 
 
 class StackedLoRA:
@@ -31,9 +49,9 @@ class StackedLoRA:
 
     Slots are kept across calls: an adapter keeps its slot while it stays in use, and its
     factors are copied again only when they changed (a new tensor, an in-place update seen by
-    the tensor's version counter, or a new scaling). Buffers grow (new slots, a larger rank)
-    but never shrink, so their addresses stay fixed for captured graphs; :attr:`buffers_version`
-    changes whenever they are reallocated.
+    the tensor's version counter, or :meth:`forget`). Buffers grow (more slots, a larger rank)
+    but never shrink, so their addresses stay fixed for captured graphs;
+    :attr:`buffers_version` changes whenever they are reallocated.
 
     Args:
         layers: The multi-LoRA layers, in the order :meth:`factors` indexes them.
@@ -47,41 +65,38 @@ class StackedLoRA:
         self.layers = list(layers)
         self.dtype = dtype
         self.device = device
-        self.slots = 0
+        self.slots = 1  # slot 0: zeros
         self.rank = 0
         self.buffers_version = 0
-        self._a: list[Tensor] = []  # per layer: (in, slots * rank)
-        self._b: list[Tensor] = []  # per layer: (slots * rank, out)
+        self._a: list[Tensor] = []  # per layer: (slots, in, rank)
+        self._b: list[Tensor] = []  # per layer: (slots, rank, out)
         self._slot_of: dict[str, int] = {}
-        self._keys: list[tuple | None] = []  # what each slot holds, to skip unchanged copies
-        self.width = 0  # columns in use this call (eager paths slice to it)
+        self._keys: list[tuple | None] = [None]  # what each slot holds, to skip unchanged copies
 
     def load(self, adapter_ids: Sequence[str]) -> dict[str, int]:
-        """Make these adapters' current factors available; returns adapter id -> slot.
+        """Make these adapters' current factors available; returns adapter id -> slot (>= 1).
 
         Raises:
             ValueError: If an adapter is not held by any of the layers.
         """
         used = list(dict.fromkeys(adapter_ids))
         if not used:
-            self.width = 0
             return {}
         rank = max(self._rank_of(a) for a in used)
-        if len(used) > self.slots or rank > self.rank:
-            self._allocate(max(len(used), self.slots), max(rank, self.rank))
-        free = [s for s in range(self.slots) if s not in {self._slot_of.get(a) for a in used}]
+        if len(used) + 1 > self.slots or rank > self.rank:
+            self._allocate(max(len(used) + 1, self.slots), max(rank, self.rank))
+        taken = {self._slot_of.get(a) for a in used}
+        free = [s for s in range(1, self.slots) if s not in taken]
         assigned: dict[str, int] = {}
         for adapter_id in used:
             slot = self._slot_of.get(adapter_id)
             if slot is None:
                 slot = free.pop(0)
-                stale = [k for k, v in self._slot_of.items() if v == slot]
-                for k in stale:
+                for k in [k for k, v in self._slot_of.items() if v == slot]:
                     del self._slot_of[k]
                 self._slot_of[adapter_id] = slot
             self._write(slot, adapter_id)
             assigned[adapter_id] = slot
-        self.width = (max(assigned.values()) + 1) * self.rank
         return assigned
 
     def forget(self, adapter_ids: Sequence[str]) -> None:
@@ -91,20 +106,41 @@ class StackedLoRA:
             if slot is not None:
                 self._keys[slot] = None
 
-    def factors(self, index: int, *, full: bool) -> tuple[Tensor, Tensor]:
-        """``(A_cat, B_cat)`` of one layer: all slots (``full``), or the columns in use."""
-        if full:
-            return self._a[index], self._b[index]
-        return self._a[index][:, : self.width], self._b[index][: self.width]
+    def factors(self, index: int, slots: int) -> tuple[Tensor, Tensor]:
+        """``A (slots, in, r)`` and ``B (slots, r, out)`` of one layer, the first ``slots``."""
+        return self._a[index][:slots], self._b[index][:slots]
 
-    def row_mask(self, slots: Sequence[int | None], *, full: bool) -> Tensor:
-        """``(rows, width)`` mask keeping each row's own slot columns (``None``: no adapter)."""
-        width = self.slots * self.rank if full else self.width
-        mask = torch.zeros(len(slots), width, dtype=self.dtype)
-        for row, slot in enumerate(slots):
-            if slot is not None:
-                mask[row, slot * self.rank : (slot + 1) * self.rank] = 1
-        return mask.to(self.device)
+    def routing(
+        self, row_slots: Sequence[int], *, seg: int | None = None, all_slots: bool = False
+    ) -> LoRARouting:
+        """Group the rows by slot (0: no adapter) for the segmented product.
+
+        Args:
+            row_slots: Slot of each batch row.
+            seg: Rows per segment (at least the largest group); default the largest group.
+            all_slots: Run over every allocated slot (fixed shapes), not just those up to the
+                highest one in use.
+        """
+        groups: list[list[int]] = [[] for _ in range(self.slots)]
+        for row, slot in enumerate(row_slots):
+            groups[slot].append(row)
+        longest = max(len(g) for g in groups)
+        seg = longest if seg is None else seg
+        if seg < longest:
+            raise ValueError(f"segment length {seg} < largest group {longest}")
+        slots = self.slots if all_slots else max(row_slots) + 1
+        gather = [0] * (slots * seg)
+        scatter = [0] * len(row_slots)
+        for slot, rows in enumerate(groups[:slots]):
+            for j, row in enumerate(rows):
+                gather[slot * seg + j] = row
+                scatter[row] = slot * seg + j
+        return LoRARouting(
+            gather=torch.tensor(gather, device=self.device),
+            scatter=torch.tensor(scatter, device=self.device),
+            slots=slots,
+            seg=seg,
+        )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -119,48 +155,41 @@ class StackedLoRA:
         return max(ranks)
 
     def _allocate(self, slots: int, rank: int) -> None:
-        old_a, old_b, old_rank = self._a, self._b, self.rank
+        old_a, old_b, old_rank, old_slots = self._a, self._b, self.rank, self.slots
         self._a = [
-            torch.zeros(layer.in_features, slots * rank, dtype=self.dtype, device=self.device)
+            torch.zeros(slots, layer.in_features, rank, dtype=self.dtype, device=self.device)
             for layer in self.layers
         ]
         self._b = [
-            torch.zeros(slots * rank, layer.out_features, dtype=self.dtype, device=self.device)
+            torch.zeros(slots, rank, layer.out_features, dtype=self.dtype, device=self.device)
             for layer in self.layers
         ]
-        # Slots already filled keep their contents (moved to the new layout).
-        for i in range(len(self.layers)):
-            for slot in range(self.slots):
-                src = slice(slot * old_rank, (slot + 1) * old_rank)
-                dst = slice(slot * rank, slot * rank + old_rank)
-                self._a[i][:, dst] = old_a[i][:, src]
-                self._b[i][dst] = old_b[i][src]
-        self._keys += [None] * (slots - self.slots)
+        # Slots already filled keep their contents.
+        for i in range(len(old_a)):
+            self._a[i][:old_slots, :, :old_rank] = old_a[i]
+            self._b[i][:old_slots, :old_rank] = old_b[i]
+        self._keys += [None] * (slots - old_slots)
         self.slots, self.rank = slots, rank
         self.buffers_version += 1
 
     def _write(self, slot: int, adapter_id: str) -> None:
         key = tuple(
-            None
-            if adapter_id not in layer.adapters
-            else _factor_key(*layer.adapters[adapter_id])
+            None if adapter_id not in layer.adapters else _factor_key(*layer.adapters[adapter_id])
             for layer in self.layers
         )
         if self._keys[slot] == (adapter_id, key):
             return
-        cols = slice(slot * self.rank, (slot + 1) * self.rank)
         with torch.no_grad():
             for i, layer in enumerate(self.layers):
-                a_cat, b_cat = self._a[i], self._b[i]
-                a_cat[:, cols] = 0
-                b_cat[cols] = 0
+                a_slot, b_slot = self._a[i][slot], self._b[i][slot]  # (in, rank), (rank, out)
+                a_slot.zero_()
+                b_slot.zero_()
                 if adapter_id not in layer.adapters:
                     continue
                 a, b, scaling = layer.adapters[adapter_id]
                 r = a.shape[0]
-                start = slot * self.rank
-                a_cat[:, start : start + r] = a.detach().t().to(self.dtype)
-                b_cat[start : start + r] = (b.detach() * scaling).t().to(self.dtype)
+                a_slot[:, :r] = a.detach().t().to(self.dtype)
+                b_slot[:r] = (b.detach() * scaling).t().to(self.dtype)
         self._keys[slot] = (adapter_id, key)
 
 

@@ -34,9 +34,9 @@ class StaticBackend:
     text at temperature 0 and the same per-row draws at temperature 1), built for speed:
 
     * a static KV cache, written in place, so a decode step has fixed shapes;
-    * the adapters' factors stacked per layer and selected by a row mask (see
-      :class:`~redqueen.engine.backends._lora_stack.StackedLoRA`): one product per projection
-      for the whole batch, with no Python work per adapter during decoding;
+    * the adapters' factors stacked per layer and applied in segments, rows grouped by adapter
+      (see :class:`~redqueen.engine.backends._lora_stack.StackedLoRA`): two batched products
+      per projection for the whole batch, with no Python work per adapter during decoding;
     * prompts prefilled in one batched forward;
     * sampling on the device from each row's pre-drawn uniforms (see
       :class:`~redqueen.engine.backends._device_sampler.DeviceSampler`), ends of rows found
@@ -137,19 +137,23 @@ class StaticBackend:
         state.cache.valid[:, :width] = valid.to(device)
 
         slots = self.lora.load([a for a in adapter_ids if a is not None])
-        mask = None
+        route = None
         if slots:
-            row_slots = [None if a is None else slots[a] for a in adapter_ids]
-            row_slots += [None] * (rows - batch)
-            mask = self.lora.row_mask(row_slots, full=self.static_shapes)[:, None, :]
+            row_slots = [0 if a is None else slots[a] for a in adapter_ids] + [0] * (rows - batch)
+            if self.static_shapes:
+                longest = max(row_slots.count(s) for s in set(row_slots))
+                seg = next(b for b in self.graph_buckets + (rows,) if b >= longest)
+                route = state.static_routing(
+                    self.lora.routing(row_slots, seg=min(seg, rows), all_slots=True)
+                )
+            else:
+                route = self.lora.routing(row_slots)
         sampler = DeviceSampler(params, streams, steps=max_new, device=device, rows=rows)
         if self.static_shapes:
             state.sampler.load(sampler)
             sampler = state.sampler
-            if mask is not None:
-                mask = state.static_mask(mask, self.lora.buffers_version)
 
-        logits = self.decoder.prefill(input_ids, positions, state.cache, state.rope, mask)
+        logits = self.decoder.prefill(input_ids, positions, state.cache, state.rope, route)
         state.start(width, positions[:, -1] + 1)
         state.record(*sampler(logits, state.step))
         ends = RowEnds(params, host.eos_token_ids, self._decode)
@@ -157,11 +161,11 @@ class StaticBackend:
             if step % self.check_every == 0 and self._scan(state, ends, batch, step):
                 break
             if self.use_graphs:
-                state.graph(sampler, mask, self.lora.buffers_version, self._pool).replay()
+                state.graph(sampler, route, self.lora.buffers_version, self._pool).replay()
             elif self.static_shapes:
-                state.advance(self.decoder, sampler, mask)
+                state.advance(self.decoder, sampler, route)
             else:
-                state.advance(self.decoder, sampler, mask, kv_len=width + step)
+                state.advance(self.decoder, sampler, route, kv_len=width + step)
         return self._results(state, ends, prompt_ids, params)
 
     def _shape(self, batch: int, length: int) -> tuple[int, int]:
