@@ -54,7 +54,13 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from redqueen.engine import BACKENDS, DEFAULT_TARGET_MODULES, AdapterHost, Generation, SamplingParams
+from redqueen.engine import (
+    BACKENDS,
+    DEFAULT_TARGET_MODULES,
+    AdapterHost,
+    Generation,
+    SamplingParams,
+)
 from redqueen.genomes import LoRAGenome
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -327,7 +333,11 @@ def main(argv: list[str] | None = None) -> dict:
     ]
     print(f"static backend greedy tokens identical to hf (mixed batch): {same_greedy}")
     bandwidth = args.bandwidth_gbs or next(
-        (v for k, v in PEAK_BANDWIDTH_GBS.items() if gpu and k in torch.cuda.get_device_name(device)),
+        (
+            v
+            for k, v in PEAK_BANDWIDTH_GBS.items()
+            if gpu and k in torch.cuda.get_device_name(device)
+        ),
         None,
     )
     context = sum(len(p) for p in prompts) / batch + new_tokens / 2

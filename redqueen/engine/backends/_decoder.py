@@ -55,7 +55,9 @@ class _Layer:
         self.post_norm = layer.post_attention_layernorm
         self.act = mlp.act_fn
         self.proj = {
-            name: getattr(attn if name.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else mlp, name)
+            name: getattr(
+                attn if name.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else mlp, name
+            )
             for name in _PROJECTIONS
         }
         self.lora = {name: lora_index.get(id(m)) for name, m in self.proj.items()}
@@ -92,7 +94,9 @@ class StaticDecoder:
 
     # -- storage ---------------------------------------------------------------------------
 
-    def new_cache(self, batch: int, capacity: int, *, dtype: torch.dtype, device: torch.device) -> KVCache:
+    def new_cache(
+        self, batch: int, capacity: int, *, dtype: torch.dtype, device: torch.device
+    ) -> KVCache:
         """Zeroed keys and values for ``batch`` rows of up to ``capacity`` tokens each."""
         shape = (batch, self.kv_heads, capacity, self.head_dim)
         return KVCache(
@@ -101,7 +105,9 @@ class StaticDecoder:
             valid=torch.zeros(batch, capacity, dtype=torch.bool, device=device),
         )
 
-    def rotary_table(self, capacity: int, *, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
+    def rotary_table(
+        self, capacity: int, *, dtype: torch.dtype, device: torch.device
+    ) -> tuple[Tensor, Tensor]:
         """``cos, sin`` of every position below ``capacity``, ``(capacity, head_dim)`` each.
 
         Computed by the model's own rotary module, so the values equal those of its forward.
@@ -114,7 +120,12 @@ class StaticDecoder:
     # -- forward ---------------------------------------------------------------------------
 
     def prefill(
-        self, input_ids: Tensor, positions: Tensor, cache: KVCache, rope: tuple[Tensor, Tensor], route: LoRARouting | None
+        self,
+        input_ids: Tensor,
+        positions: Tensor,
+        cache: KVCache,
+        rope: tuple[Tensor, Tensor],
+        route: LoRARouting | None,
     ) -> Tensor:
         """Run left-padded prompts ``(batch, width)``, fill the cache's first ``width`` columns.
 
@@ -125,8 +136,13 @@ class StaticDecoder:
         valid = cache.valid[:, :width]
         causal = torch.ones(width, width, dtype=torch.bool, device=input_ids.device).tril()
         # A padding query sees itself, so that no row of the softmax is empty (no NaN).
-        attend = (causal & valid[:, None, :]) | torch.eye(width, dtype=torch.bool, device=input_ids.device)
-        cos, sin = rope[0][positions][:, None], rope[1][positions][:, None]  # (batch, 1, width, dim)
+        attend = (causal & valid[:, None, :]) | torch.eye(
+            width, dtype=torch.bool, device=input_ids.device
+        )
+        cos, sin = (
+            rope[0][positions][:, None],
+            rope[1][positions][:, None],
+        )  # (batch, 1, width, dim)
         x = self.embed(input_ids)
         for i, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x, cos, sin, route)
@@ -187,13 +203,32 @@ class StaticDecoder:
     ) -> tuple[Tensor, Tensor, Tensor]:
         batch, seq = x.shape[:2]
         h = layer.in_norm(x)
-        q = self._linear(layer, "q_proj", h, route).view(batch, seq, -1, self.head_dim).transpose(1, 2)
-        k = self._linear(layer, "k_proj", h, route).view(batch, seq, -1, self.head_dim).transpose(1, 2)
-        v = self._linear(layer, "v_proj", h, route).view(batch, seq, -1, self.head_dim).transpose(1, 2)
+        q = (
+            self._linear(layer, "q_proj", h, route)
+            .view(batch, seq, -1, self.head_dim)
+            .transpose(1, 2)
+        )
+        k = (
+            self._linear(layer, "k_proj", h, route)
+            .view(batch, seq, -1, self.head_dim)
+            .transpose(1, 2)
+        )
+        v = (
+            self._linear(layer, "v_proj", h, route)
+            .view(batch, seq, -1, self.head_dim)
+            .transpose(1, 2)
+        )
         return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin, v
 
     def _finish_layer(
-        self, layer: _Layer, x: Tensor, q: Tensor, k: Tensor, v: Tensor, attend: Tensor, route: LoRARouting | None
+        self,
+        layer: _Layer,
+        x: Tensor,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        attend: Tensor,
+        route: LoRARouting | None,
     ) -> Tensor:
         batch, seq = x.shape[:2]
         attn = F.scaled_dot_product_attention(

@@ -10,8 +10,8 @@ import torch
 
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.backends._base import BACKENDS
-from redqueen.engine.backends._decoder import StaticDecoder, lora_layers
 from redqueen.engine.backends._decode_state import DecodeState
+from redqueen.engine.backends._decoder import StaticDecoder, lora_layers
 from redqueen.engine.backends._device_sampler import DeviceSampler
 from redqueen.engine.backends._hf import _cut_at_stop, row_seeds
 from redqueen.engine.backends._lora_stack import StackedLoRA
@@ -181,7 +181,11 @@ class StaticBackend:
         state = self._states.pop(key, None)
         if state is None:
             state = DecodeState(
-                self.decoder, rows=rows, capacity=capacity, dtype=self.host.dtype, device=self.host.device
+                self.decoder,
+                rows=rows,
+                capacity=capacity,
+                dtype=self.host.dtype,
+                device=self.host.device,
             )
         self._states[key] = state
         while len(self._states) > _KEPT_STATES:
@@ -225,4 +229,3 @@ class StaticBackend:
                 )
             )
         return results
-
