@@ -44,6 +44,10 @@ class StaticBackend:
     * on CUDA, the decode step (forward, sampling, bookkeeping) captured once per batch-size
       bucket and cache capacity in a CUDA graph and replayed, one launch per token.
 
+    Not the default: ``hf`` stays the default backend until the GPU rollout benchmark
+    (``python benchmarks/rollout.py --grid``) shows this one ahead; choose it with
+    ``AdapterHost(..., backend="static")`` or ``model.backend: static`` in a config.
+
     Runs Llama/Qwen2-style models (see
     :data:`~redqueen.engine.backends._decoder.SUPPORTED_MODEL_TYPES`); other models raise at
     construction, and the ``hf`` backend runs them.
