@@ -26,7 +26,8 @@ def test_fraction_above_one_is_refused_before_any_cluster_starts():
 
 
 def test_two_workers_share_one_gpu_and_match_one_process(tiny_model_dir):
-    ray = connect(num_cpus=2, num_gpus=1)  # logical GPUs (an earlier test may have made 2)
+    # Logical GPUs, as the other Ray tests start them: the two half-GPU bundles still share one.
+    ray = connect(num_cpus=2, num_gpus=2)
     gpus_before = ray.available_resources().get("GPU", 0.0)
     local = AdapterHost(tiny_model_dir)
     remote = RayAdapterHost(str(tiny_model_dir), workers=2, cpus_per_worker=0, gpus_per_worker=0.5)
