@@ -38,6 +38,7 @@ import argparse
 import copy
 import json
 import platform
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,6 +71,13 @@ PEAK_BANDWIDTH_GBS = {"H200": 4800.0, "H100": 3350.0, "A100": 2039.0}
 
 #: The GPU grid of ``--grid``: (batch, rank).
 GRID = ((64, 32), (256, 32), (64, 64), (256, 64))
+GRID_VARIANTS = (
+    "no_adapter",
+    "mixed_8",
+    "static_no_adapter",
+    "static_mixed_8",
+    "hf_generate_no_adapter",
+)
 
 
 def qwen_05b_shape() -> Qwen2Config:
@@ -208,16 +216,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.grid:
+        rest = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--grid"]
+        if "--variants" not in rest:  # PEFT and the sequential variant would take most of it
+            rest += ["--variants", *GRID_VARIANTS]
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
         reports = []
         for batch, rank in GRID:
-            rest = [a for a in (argv or []) if a != "--grid"]
-            dev = "cuda" if torch.cuda.is_available() else "cpu"
+            out = RESULTS / f"rollout_{dev}_b{batch}_r{rank}.json"
             reports.append(
-                main(
-                    rest
-                    + ["--batch", str(batch), "--rank", str(rank)]
-                    + ["--out", str(RESULTS / f"rollout_{dev}_b{batch}_r{rank}.json")]
-                )
+                main(rest + ["--batch", str(batch), "--rank", str(rank), "--out", str(out)])
             )
         return {"grid": reports}
 
@@ -236,7 +243,11 @@ def main(argv: list[str] | None = None) -> dict:
     model, tokenizer, model_name = build_model(device)
     reference = copy.deepcopy(model).to(device)  # left without our layers, for PEFT and HF generate
     host = AdapterHost(
-        model, tokenizer=tokenizer, device=device, dtype=next(model.parameters()).dtype
+        model,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=next(model.parameters()).dtype,
+        max_batch_size=batch,  # every row in one decode batch, at 256 rows too
     )
     host.eos_token_ids = set()  # fixed-length decoding: every variant makes the same tokens
     static = BACKENDS["static"](host)  # the compiled path, over the same model and adapters
