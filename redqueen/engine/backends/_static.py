@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["StaticBackend"]
 
-# Decode states (KV cache, buffers, graphs) kept for reuse across calls.
-_KEPT_STATES = 4
+# Decode states (KV cache, buffers, graphs) kept for reuse across calls: a co-evolution step
+# decodes in two shapes (proposals, answers); every state holds a whole KV cache.
+_KEPT_STATES = 2
 
 
 @BACKENDS.register("static")
