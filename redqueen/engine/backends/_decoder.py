@@ -55,10 +55,7 @@ class _Layer:
         self.post_norm = layer.post_attention_layernorm
         self.act = mlp.act_fn
         self.proj = {
-            name: getattr(
-                attn if name.endswith(("q_proj", "k_proj", "v_proj", "o_proj")) else mlp, name
-            )
-            for name in _PROJECTIONS
+            name: getattr(attn if name in _PROJECTIONS[:4] else mlp, name) for name in _PROJECTIONS
         }
         self.lora = {name: lora_index.get(id(m)) for name, m in self.proj.items()}
         self.scaling = float(getattr(attn, "scaling", attn.head_dim**-0.5))
