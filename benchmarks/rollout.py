@@ -9,7 +9,16 @@ Measures generated tokens per second, all in one run on one device, for:
 - ``sequential_8``: the same 8 adapters one after another, one batch each (rows split evenly);
 - ``peft_mixed_8``: PEFT's mixed batch (``PeftModel.generate(adapter_names=...)``), the target's
   anchor, over the same adapters;
-- ``hf_generate_no_adapter``: ``model.generate`` on the plain base model, for reference.
+- ``hf_generate_no_adapter``: ``model.generate`` on the plain base model, for reference;
+- ``static_no_adapter``, ``static_mixed_8``, ``static_one_adapter``: the same three rollouts
+  through the ``static`` backend (static KV cache, segmented multi-LoRA, device sampling, and
+  on CUDA the decode step replayed from CUDA graphs), on the same host and weights.
+
+Each figure also comes as a fraction of the memory-bandwidth limit where the device's peak
+bandwidth is known (``--bandwidth-gbs``, or the table below for H100/H200/A100): one decode
+step must read every weight, the adapters' factors and the KV cache once, so
+``batch * bandwidth / bytes_per_step`` tokens per second is the ceiling. The measured rate
+includes the prefill, so the fraction slightly understates the decode loop's.
 
 Every variant samples at temperature 1 with end-of-sequence disabled, so all decode exactly
 ``new_tokens`` tokens per row from the same prompts. On a GPU the model is a Qwen2.5-0.5B-shaped
@@ -20,6 +29,7 @@ Usage::
 
     python benchmarks/rollout.py                 # cuda if available, else cpu
     python benchmarks/rollout.py --device cpu --threads 1 --batch 16 --new-tokens 32
+    python benchmarks/rollout.py --grid          # GPU: batch 64 and 256 x rank 32 and 64
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import argparse
 import copy
 import json
 import platform
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,10 +55,29 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from redqueen.engine import DEFAULT_TARGET_MODULES, AdapterHost, Generation, SamplingParams
+from redqueen.engine import (
+    BACKENDS,
+    DEFAULT_TARGET_MODULES,
+    AdapterHost,
+    Generation,
+    SamplingParams,
+)
 from redqueen.genomes import LoRAGenome
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+#: Peak memory bandwidth (GB/s) of devices whose name contains the key.
+PEAK_BANDWIDTH_GBS = {"H200": 4800.0, "H100": 3350.0, "A100": 2039.0}
+
+#: The GPU grid of ``--grid``: (batch, rank).
+GRID = ((64, 32), (256, 32), (64, 64), (256, 64))
+GRID_VARIANTS = (
+    "no_adapter",
+    "mixed_8",
+    "static_no_adapter",
+    "static_mixed_8",
+    "hf_generate_no_adapter",
+)
 
 
 def qwen_05b_shape() -> Qwen2Config:
@@ -123,6 +153,32 @@ def count(generations: list[Generation]) -> int:
     return sum(len(g.token_ids) for g in generations)
 
 
+def bytes_per_step(
+    model: torch.nn.Module, *, batch: int, rank: int, adapters: int, context: float
+) -> dict[str, float]:
+    """Bytes one decode step must read: weights, the adapters' factors, the KV cache.
+
+    ``context`` is the mean number of cached tokens per row over the decode.
+    """
+    config = model.config
+    size = next(model.parameters()).element_size()
+    weights = sum(p.numel() for p in model.parameters()) * size
+    if not getattr(config, "tie_word_embeddings", False):
+        # An untied input embedding is looked up (a few rows), not read whole; a tied one is
+        # read whole as the output head, so it stays in.
+        weights -= model.get_input_embeddings().weight.numel() * size
+    shapes = [
+        (m.in_features, m.out_features)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] in DEFAULT_TARGET_MODULES
+    ]
+    factors = sum((i + o) * rank for i, o in shapes) * size * adapters
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    kv_per_token = 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * size
+    return {"weights": weights, "adapters": factors, "kv_cache": kv_per_token * context * batch}
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -149,8 +205,28 @@ def main(argv: list[str] | None = None) -> dict:
         "--variants", nargs="*", default=None, help="subset to run (no_adapter always)"
     )
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    parser.add_argument(
+        "--bandwidth-gbs", type=float, default=None, help="peak memory bandwidth (default: table)"
+    )
+    parser.add_argument(
+        "--grid",
+        action="store_true",
+        help="run batch 64/256 x rank 32/64 (GPU grid), each to rollout_<device>_b<B>_r<R>.json",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.grid:
+        rest = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--grid"]
+        if "--variants" not in rest:  # PEFT and the sequential variant would take most of it
+            rest += ["--variants", *GRID_VARIANTS]
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        reports = []
+        for batch, rank in GRID:
+            out = RESULTS / f"rollout_{dev}_b{batch}_r{rank}.json"
+            reports.append(
+                main(rest + ["--batch", str(batch), "--rank", str(rank), "--out", str(out)])
+            )
+        return {"grid": reports}
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -167,9 +243,14 @@ def main(argv: list[str] | None = None) -> dict:
     model, tokenizer, model_name = build_model(device)
     reference = copy.deepcopy(model).to(device)  # left without our layers, for PEFT and HF generate
     host = AdapterHost(
-        model, tokenizer=tokenizer, device=device, dtype=next(model.parameters()).dtype
+        model,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=next(model.parameters()).dtype,
+        max_batch_size=batch,  # every row in one decode batch, at 256 rows too
     )
     host.eos_token_ids = set()  # fixed-length decoding: every variant makes the same tokens
+    static = BACKENDS["static"](host)  # the compiled path, over the same model and adapters
     rng = torch.Generator().manual_seed(0)
     names = [f"a{i}" for i in range(n_adapters)]
     genomes = {
@@ -189,9 +270,11 @@ def main(argv: list[str] | None = None) -> dict:
     mixed_rows = [names[i % n_adapters] for i in range(batch)]
     per_adapter = batch // n_adapters
 
-    def ours(rows: list[str | None], ids: list[list[int]], tokens: int) -> int:
+    def ours(
+        rows: list[str | None], ids: list[list[int]], tokens: int, backend: object = None
+    ) -> int:
         params = [SamplingParams(max_new_tokens=tokens, temperature=1.0, seed=0)] * len(ids)
-        return count(host.backend.generate(ids, rows, params))
+        return count((backend or host.backend).generate(ids, rows, params))
 
     def sequential(tokens: int) -> int:
         total = 0
@@ -241,25 +324,59 @@ def main(argv: list[str] | None = None) -> dict:
     variants: dict[str, Callable[[int], int]] = {
         "no_adapter": lambda t: ours([None] * batch, prompts, t),
         f"mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t),
+        "static_no_adapter": lambda t: ours([None] * batch, prompts, t, static),
+        f"static_mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t, static),
         "hf_generate_no_adapter": lambda t: hf_generate(reference, t),
         "one_adapter": lambda t: ours([names[0]] * batch, prompts, t),
         f"peft_mixed_{n_adapters}": lambda t: hf_generate(peft_model, t, adapter_names=mixed_rows),
         f"sequential_{n_adapters}": sequential,
+        "static_one_adapter": lambda t: ours([names[0]] * batch, prompts, t, static),
     }
     if args.variants:
         unknown = set(args.variants) - set(variants)
         if unknown or "no_adapter" not in args.variants:
             raise SystemExit(f"--variants must include no_adapter and name only {sorted(variants)}")
         variants = {k: v for k, v in variants.items() if k in args.variants}
+    # The two backends must agree before their speeds mean anything: greedy, mixed adapters.
+    check = [SamplingParams(max_new_tokens=16, temperature=0.0)] * batch
+    same_greedy = [g.token_ids for g in host.backend.generate(prompts, mixed_rows, check)] == [
+        g.token_ids for g in static.generate(prompts, mixed_rows, check)
+    ]
+    print(f"static backend greedy tokens identical to hf (mixed batch): {same_greedy}")
+    bandwidth = args.bandwidth_gbs or next(
+        (
+            v
+            for k, v in PEAK_BANDWIDTH_GBS.items()
+            if gpu and k in torch.cuda.get_device_name(device)
+        ),
+        None,
+    )
+    context = sum(len(p) for p in prompts) / batch + new_tokens / 2
+    step_bytes = bytes_per_step(model, batch=batch, rank=rank, adapters=n_adapters, context=context)
+
+    def limit(label: str) -> float | None:
+        """Tokens per second at the bandwidth limit for this variant (None: unknown peak)."""
+        if bandwidth is None:
+            return None
+        read = step_bytes["weights"] + step_bytes["kv_cache"]
+        if "mixed" in label or "sequential" in label:
+            read += step_bytes["adapters"]
+        elif "one_adapter" in label:
+            read += step_bytes["adapters"] / n_adapters
+        return batch * bandwidth * 1e9 / read
+
     # One untimed full-length run first: the caching allocator meets every KV-cache size once,
     # so no variant pays for device allocations that only the first run makes.
     timed(device, lambda: variants["no_adapter"](new_tokens))
+    if "static_no_adapter" in variants:
+        timed(device, lambda: variants["static_no_adapter"](new_tokens))
     device_name = (
         torch.cuda.get_device_name(device) if gpu else platform.processor() or platform.machine()
     )
     out = args.out or RESULTS / f"rollout_{'cuda' if gpu else 'cpu'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, float]] = {}
+    best_cpu: dict[str, float] = {}
     report: dict = {}
     # Rounds over all variants (best of each kept), so that a drift in machine load hits every
     # variant alike rather than the ones that happened to run during it.
@@ -268,16 +385,27 @@ def main(argv: list[str] | None = None) -> dict:
         fn = variants[label]
         if round_index == 0:
             timed(device, lambda fn=fn: fn(4))  # warm-up: kernels, allocator, caches
+        cpu_start = time.process_time()
         tokens, seconds = timed(device, lambda fn=fn: fn(new_tokens))
-        if label in results and results[label]["seconds"] <= seconds:
-            continue
-        results[label] = {
-            "tokens": tokens,
-            "seconds": round(seconds, 4),
-            "tokens_per_s": round(tokens / seconds, 1),
-        }
+        # Process CPU time leaves out the time other processes on a shared machine took the
+        # cores away; with one thread it is the decode's own compute (CPU runs only).
+        cpu_seconds = time.process_time() - cpu_start
+        best_cpu[label] = min(best_cpu.get(label, cpu_seconds), cpu_seconds)
+        if label not in results or seconds < results[label]["seconds"]:
+            ceiling = limit(label)
+            results[label] = {
+                "tokens": tokens,
+                "seconds": round(seconds, 4),
+                "tokens_per_s": round(tokens / seconds, 1),
+                "bandwidth_limit_tokens_per_s": None if ceiling is None else round(ceiling),
+                "fraction_of_bandwidth_limit": (
+                    None if ceiling is None else round(tokens / seconds / ceiling, 4)
+                ),
+            }
+        results[label]["tokens_per_cpu_s"] = round(tokens / best_cpu[label], 1)
         print(
-            f"{label:>24}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s",
+            f"{label:>24}: {tokens} tokens in {seconds:.2f} s = {tokens / seconds:,.0f} tok/s "
+            f"({tokens / cpu_seconds:,.0f} per CPU second)",
             flush=True,
         )
         anchor = results["no_adapter"]["tokens_per_s"]
@@ -286,6 +414,8 @@ def main(argv: list[str] | None = None) -> dict:
         mixed = results.get(f"mixed_{n_adapters}")
         peft = results.get(f"peft_mixed_{n_adapters}")
         hf = results.get("hf_generate_no_adapter")
+        s_none = results.get("static_no_adapter")
+        s_mixed = results.get(f"static_mixed_{n_adapters}")
         report = {
             "benchmark": "rollout",
             "device": device_name,
@@ -310,6 +440,41 @@ def main(argv: list[str] | None = None) -> dict:
                 round(mixed["tokens_per_s"] / peft["tokens_per_s"], 2) if mixed and peft else None
             ),
             "target_mixed_vs_no_adapter": 0.7,
+            "static_greedy_identical_to_hf": same_greedy,
+            "peak_bandwidth_gbs": bandwidth,
+            "bytes_per_decode_step": {k: round(v) for k, v in step_bytes.items()},
+            "static_no_adapter_vs_no_adapter": (
+                round(s_none["tokens_per_s"] / results["no_adapter"]["tokens_per_s"], 3)
+                if s_none
+                else None
+            ),
+            "static_mixed_vs_mixed": (
+                round(s_mixed["tokens_per_s"] / mixed["tokens_per_s"], 3)
+                if s_mixed and mixed
+                else None
+            ),
+            "static_vs_hf_on_cpu_time": (
+                {
+                    k: round(
+                        results[f"static_{k}"]["tokens_per_cpu_s"] / results[k]["tokens_per_cpu_s"],
+                        3,
+                    )
+                    for k in ("no_adapter", f"mixed_{n_adapters}", "one_adapter")
+                    if k in results and f"static_{k}" in results
+                }
+                if not gpu
+                else None
+            ),
+            "static_mixed_vs_static_no_adapter": (
+                round(s_mixed["tokens_per_s"] / s_none["tokens_per_s"], 3)
+                if s_mixed and s_none
+                else None
+            ),
+            "targets": {
+                "cuda_static_no_adapter_tokens_per_s": 30000,
+                "cuda_static_mixed_vs_static_no_adapter": 0.9,
+                "cpu_static_vs_hf": 1.5,
+            },
         }
         out.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "results"}, indent=2))

@@ -76,7 +76,8 @@ def place_workers(
     """Reserve one bundle per worker in a placement group and return actor options for each.
 
     ``PACK`` keeps the workers on as few nodes as possible (one multi-GPU node: one worker per
-    GPU); ``SPREAD`` puts them on different nodes. Without GPUs no group is made: CPU actors
+    GPU, or with ``gpus=0.5`` two workers per GPU, sharing it); ``SPREAD`` puts them on
+    different nodes. Without GPUs no group is made: CPU actors
     are placed by Ray's scheduler.
 
     Returns:

@@ -38,7 +38,8 @@ class RayAdapterHost:
 
     Args:
         model: Model id or local folder; ``None`` or ``"tiny-coder"``: the shipped model.
-        workers: Number of worker actors (one base model each; one GPU each on GPU runs).
+        workers: Number of worker actors (one base model each; one GPU each on GPU runs
+            unless ``gpus_per_worker`` is a fraction).
         device: Device inside each worker (``"cpu"`` or ``"cuda"``).
         dtype: Base model dtype name or ``None`` (the host's default).
         target_modules: Linear modules that carry LoRA factors (``None``: every projection).
@@ -46,7 +47,11 @@ class RayAdapterHost:
         address: Ray address to join (``"auto"``, ``"ray://..."``); ``None`` starts or reuses
             a local cluster.
         cpus_per_worker: CPUs reserved per worker.
-        gpus_per_worker: GPUs per worker (default 1 when ``device`` is CUDA, else 0).
+        gpus_per_worker: GPUs per worker (default 1 when ``device`` is CUDA, else 0). A
+            fraction shares a GPU: ``0.5`` puts two workers (two base models, each with its
+            adapters and learner) on one GPU, which pays when one worker's decoding and
+            learning leave the GPU idle part of the time and both fit in its memory. Ray
+            accepts fractions up to 1 and whole numbers above it.
         placement: Placement-group strategy for GPU workers: ``"PACK"`` (one multi-GPU node)
             or ``"SPREAD"`` (across nodes).
         cpu_threads: Torch threads per worker process (default: ``cpus_per_worker`` on CPU).
@@ -56,7 +61,8 @@ class RayAdapterHost:
 
     Raises:
         ClusterError: If Ray is missing, unreachable, or cannot fit the workers.
-        ValueError: If ``workers < 1``.
+        ValueError: If ``workers < 1`` or ``gpus_per_worker`` is negative, or a fraction
+            above 1.
     """
 
     def __init__(
@@ -80,6 +86,13 @@ class RayAdapterHost:
             raise ValueError(f"RayAdapterHost: workers must be >= 1, got {workers}")
         if placement not in ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"):
             raise ValueError(f"RayAdapterHost: unknown placement strategy {placement!r}")
+        if gpus_per_worker is not None and (
+            gpus_per_worker < 0 or (gpus_per_worker > 1 and gpus_per_worker != int(gpus_per_worker))
+        ):
+            raise ValueError(
+                f"engine.gpus_per_worker must be a fraction in [0, 1] or a whole number, "
+                f"got {gpus_per_worker}"
+            )
         self._ray = connect(address)
         on_gpu = str(device).startswith("cuda")
         gpus = (1.0 if on_gpu else 0.0) if gpus_per_worker is None else float(gpus_per_worker)
@@ -128,6 +141,8 @@ class RayAdapterHost:
         self.model_path: str = facts[0]["model_path"]
         self.target_modules: tuple[str, ...] = tuple(facts[0]["target_modules"])
         self.device: str = facts[0]["device"]
+        #: The GPUs Ray assigned to each worker (the same id twice: a shared GPU).
+        self.worker_gpu_ids: list[tuple[str, ...]] = [tuple(f["gpu_ids"]) for f in facts]
 
     # -- workers ----------------------------------------------------------------------------
 

@@ -72,6 +72,7 @@ class HostWorker(SandboxMixin):
             "device": str(self.host.device),
             "dtype": str(self.host.dtype),
             "target_modules": tuple(self.host.target_modules),
+            "gpu_ids": [str(i) for i in _ray_gpu_ids()],
         }
 
     def ping(self) -> bool:
@@ -125,3 +126,10 @@ class HostWorker(SandboxMixin):
     def learner_load(self, state: Mapping[str, Any]) -> None:
         """Restore the optimizer states of this worker's adapters."""
         self.learner.load_state_dict(state)
+
+
+def _ray_gpu_ids() -> list:
+    """The GPUs Ray assigned to this worker (shared ones included), empty outside Ray."""
+    import ray
+
+    return ray.get_gpu_ids() if ray.is_initialized() else []

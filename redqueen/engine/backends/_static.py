@@ -1,0 +1,236 @@
+"""The compiled decode backend: static KV cache, stacked multi-LoRA, device sampling, CUDA graphs."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.engine.backends._base import BACKENDS
+from redqueen.engine.backends._decode_state import DecodeState
+from redqueen.engine.backends._decoder import StaticDecoder, lora_layers
+from redqueen.engine.backends._device_sampler import DeviceSampler
+from redqueen.engine.backends._hf import _cut_at_stop, row_seeds
+from redqueen.engine.backends._lora_stack import StackedLoRA
+from redqueen.engine.backends._row_ends import RowEnds
+
+if TYPE_CHECKING:
+    from redqueen.engine._host import AdapterHost
+
+__all__ = ["StaticBackend"]
+
+# Decode states (KV cache, buffers, graphs) kept for reuse across calls: a co-evolution step
+# decodes in two shapes (proposals, answers); every state holds a whole KV cache.
+_KEPT_STATES = 2
+
+
+@BACKENDS.register("static")
+class StaticBackend:
+    """Decode mixed-adapter batches with a static KV cache, segmented LoRA and CUDA graphs.
+
+    Same contract and same samples as the ``hf`` backend (same seed, same adapter: the same
+    text at temperature 0 and the same per-row draws at temperature 1), built for speed:
+
+    * a static KV cache, written in place, so a decode step has fixed shapes;
+    * the adapters' factors stacked per layer and applied in segments, rows grouped by adapter
+      (see :class:`~redqueen.engine.backends._lora_stack.StackedLoRA`): two batched products
+      per projection for the whole batch, with no Python work per adapter during decoding;
+    * prompts prefilled in one batched forward;
+    * sampling on the device from each row's pre-drawn uniforms (see
+      :class:`~redqueen.engine.backends._device_sampler.DeviceSampler`), ends of rows found
+      from their tokens every few steps rather than synchronising at every step;
+    * on CUDA, the decode step (forward, sampling, bookkeeping) captured once per batch-size
+      bucket and cache capacity in a CUDA graph and replayed, one launch per token.
+
+    Not the default: ``hf`` stays the default backend until the GPU rollout benchmark
+    (``python benchmarks/rollout.py --grid``) shows this one ahead; choose it with
+    ``AdapterHost(..., backend="static")`` or ``model.backend: static`` in a config.
+
+    Runs Llama/Qwen2-style models (see
+    :data:`~redqueen.engine.backends._decoder.SUPPORTED_MODEL_TYPES`); other models raise at
+    construction, and the ``hf`` backend runs them.
+
+    Args:
+        host: The :class:`~redqueen.engine.AdapterHost` whose model decodes.
+
+    Raises:
+        redqueen.engine.backends._decoder.UnsupportedModelError: If the model's architecture
+            is not supported.
+    """
+
+    #: Batch sizes a CUDA graph is captured for; a batch runs in the smallest that fits.
+    graph_buckets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+    #: Cache capacities are rounded up to a multiple of this on CUDA, so graphs are reused.
+    capacity_step: int = 256
+
+    def __init__(self, host: AdapterHost) -> None:
+        self.host = host
+        self.lora = StackedLoRA(lora_layers(host.model), dtype=host.dtype, device=host.device)
+        self.decoder = StaticDecoder(host.model, self.lora)
+        self.use_graphs = host.device.type == "cuda"
+        # Fixed shapes (bucketed rows, rounded capacity, whole-cache attention) are what graphs
+        # need; they also run eagerly, which is how the CPU tests check the captured step.
+        self.static_shapes = self.use_graphs
+        # Steps between looks at the sampled tokens: each look waits for the device.
+        self.check_every = 16 if self.use_graphs else 1
+        self._states: OrderedDict[tuple[int, int], DecodeState] = OrderedDict()
+        self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
+
+    def adapters_changed(self, adapter_ids: Sequence[str]) -> None:
+        """Copy these adapters' factors into the stack again at their next use."""
+        self.lora.forget(adapter_ids)
+
+    def generate(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        adapter_ids: Sequence[str | None],
+        params: Sequence[SamplingParams],
+    ) -> list[Generation]:
+        """Sample one completion per row (see :class:`~redqueen.engine.backends.GenerationBackend`)."""
+        seed = params[0].seed if params else None
+        streams = None
+        if seed is not None:
+            streams = [
+                torch.Generator().manual_seed(s) for s in row_seeds(seed, prompt_ids, adapter_ids)
+            ]
+        size = self.host.max_batch_size
+        out: list[Generation] = []
+        for start in range(0, len(prompt_ids), size):
+            stop = start + size
+            out.extend(
+                self._generate_batch(
+                    prompt_ids[start:stop],
+                    adapter_ids[start:stop],
+                    params[start:stop],
+                    None if streams is None else streams[start:stop],
+                )
+            )
+        return out
+
+    # -- one batch -------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def _generate_batch(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        adapter_ids: Sequence[str | None],
+        params: Sequence[SamplingParams],
+        streams: Sequence[torch.Generator] | None,
+    ) -> list[Generation]:
+        host, device = self.host, self.host.device
+        batch = len(prompt_ids)
+        if any(len(ids) == 0 for ids in prompt_ids):
+            raise ValueError("cannot generate from an empty prompt (no tokens)")
+        width = max(len(p) for p in prompt_ids)
+        max_new = max(p.max_new_tokens for p in params)
+        rows, capacity = self._shape(batch, width + max_new)
+        state = self._state(rows, capacity)
+
+        # Left-padded prompts; rows beyond the batch (graph buckets) hold one padding token.
+        input_ids = torch.full((rows, width), host.pad_token_id, dtype=torch.long)
+        valid = torch.zeros((rows, width), dtype=torch.bool)
+        valid[batch:, -1] = True
+        for row, ids in enumerate(prompt_ids):
+            input_ids[row, width - len(ids) :] = torch.as_tensor(list(ids), dtype=torch.long)
+            valid[row, width - len(ids) :] = True
+        positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
+        input_ids, positions = input_ids.to(device), positions.to(device)
+        state.cache.valid.zero_()
+        state.cache.valid[:, :width] = valid.to(device)
+
+        slots = self.lora.load([a for a in adapter_ids if a is not None])
+        route = None
+        if slots:
+            row_slots = [0 if a is None else slots[a] for a in adapter_ids] + [0] * (rows - batch)
+            if self.static_shapes:
+                longest = max(row_slots.count(s) for s in set(row_slots))
+                seg = next(b for b in self.graph_buckets + (rows,) if b >= longest)
+                route = state.static_routing(
+                    self.lora.routing(row_slots, seg=min(seg, rows), all_slots=True)
+                )
+            else:
+                route = self.lora.routing(row_slots)
+        sampler = DeviceSampler(params, streams, steps=max_new, device=device, rows=rows)
+        if self.static_shapes:
+            state.sampler.load(sampler)
+            sampler = state.sampler
+
+        logits = self.decoder.prefill(input_ids, positions, state.cache, state.rope, route)
+        state.start(width, positions[:, -1] + 1)
+        state.record(*sampler(logits, state.step))
+        ends = RowEnds(params, host.eos_token_ids, self._decode)
+        for step in range(1, max_new):
+            if step % self.check_every == 0 and self._scan(state, ends, batch, step):
+                break
+            if self.use_graphs:
+                state.graph(sampler, route, self.lora.buffers_version, self._pool).replay()
+            elif self.static_shapes:
+                state.advance(self.decoder, sampler, route)
+            else:
+                state.advance(self.decoder, sampler, route, kv_len=width + step)
+        return self._results(state, ends, prompt_ids, params)
+
+    def _shape(self, batch: int, length: int) -> tuple[int, int]:
+        """Rows and cache capacity of the decode state for this batch."""
+        if not self.static_shapes:
+            return batch, length
+        rows = next((b for b in self.graph_buckets if b >= batch), batch)
+        step = self.capacity_step
+        return rows, -(-length // step) * step
+
+    def _state(self, rows: int, capacity: int) -> DecodeState:
+        key = (rows, capacity)
+        state = self._states.pop(key, None)
+        if state is None:
+            state = DecodeState(
+                self.decoder,
+                rows=rows,
+                capacity=capacity,
+                dtype=self.host.dtype,
+                device=self.host.device,
+            )
+        self._states[key] = state
+        while len(self._states) > _KEPT_STATES:
+            self._states.popitem(last=False)
+        return state
+
+    def _scan(self, state: DecodeState, ends: RowEnds, batch: int, upto: int) -> bool:
+        """Hand tokens ``ends.scanned .. upto`` to ``ends``; whether every row has ended."""
+        new = state.tokens_out[:batch, ends.scanned : upto].tolist()
+        ends.scan(new)
+        return ends.all_ended
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.host.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def _results(
+        self,
+        state: DecodeState,
+        ends: RowEnds,
+        prompt_ids: Sequence[Sequence[int]],
+        params: Sequence[SamplingParams],
+    ) -> list[Generation]:
+        batch = len(prompt_ids)
+        steps = max(p.max_new_tokens for p in params)
+        if not ends.all_ended:
+            self._scan(state, ends, batch, steps)
+        tokens = state.tokens_out[:batch, :steps].tolist()
+        logprobs = state.logprobs_out[:batch, :steps].tolist()
+        results = []
+        for row in range(batch):
+            n = ends.lengths[row] or steps
+            ids = tokens[row][:n]
+            text = _cut_at_stop(self._decode(ids), params[row].stop)
+            results.append(
+                Generation(
+                    text=text,
+                    prompt_ids=list(prompt_ids[row]),
+                    token_ids=ids,
+                    logprobs=logprobs[row][:n],
+                    finished=ends.finished[row],
+                )
+            )
+        return results
