@@ -112,11 +112,14 @@ class Checkpoint:
 def _load_legacy(path: Path) -> dict[str, Any]:
     """A format-1 ``state.pt`` through torch's restricted (``weights_only``) unpickler."""
     import pickle
+    import warnings
 
     import torch
 
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch warns about the pickle protocol of old files
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise CheckpointError(f"{path} is missing") from None
     except pickle.UnpicklingError:

@@ -202,9 +202,10 @@ def _drive(runner: Any) -> None:
     for note in result.plot_notes:
         console.print(f"plot {note}")
     if result.interrupted:
-        console.print(
+        typer.echo(
             f"interrupted after step {result.steps_done}/{result.steps_total}; checkpoint written."
-            f" Continue with: redqueen resume {result.path}"
+            f" Continue with: redqueen resume {result.path}",
+            err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if result.stop_signal == signal.SIGTERM else EXIT_INTERRUPTED)
     typer.echo(f"run complete: {result.steps_done} steps in {result.path}")
@@ -233,7 +234,7 @@ def _run_failure(runner: Any, error: BaseException) -> str:
         ckpt = None
     kept = f"checkpoint at step {ckpt.step}" if ckpt is not None else "no checkpoint yet"
     return (
-        f"the run stopped during step {runner.step_count + 1}: {what}{where}; {kept} in "
+        f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; {kept} in "
         f"{runner.run_dir.path}, continue with: redqueen resume {runner.run_dir.path}"
     )
 

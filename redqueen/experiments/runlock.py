@@ -41,6 +41,7 @@ class RunLock:
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self._fd: int | None = None
         path = Path(directory) / LOCK_FILE
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -58,7 +59,7 @@ class RunLock:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._fd: int | None = fd
+        self._fd = fd
 
     def release(self) -> None:
         """Give the lock up (safe to call twice)."""
