@@ -402,7 +402,7 @@ class SurrogateEnv(Environment):
             "genotypic_diversity": float(np.mean(geno)),
             "behavioural_diversity": float(np.mean(beha)),
             "coverage": float(len(self.signatures)),
-            "skipped_updates": float(self._skipped_updates),
+            "learner_skipped": float(self._skipped_updates),
         }
 
     def _rating_rows(self, step: int) -> list[dict[str, Any]]:
