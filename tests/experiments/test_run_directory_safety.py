@@ -202,6 +202,17 @@ def test_a_non_utf8_config_names_the_file(tmp_path):
     assert "bad.yaml" in _error_line(result) and "UTF-8" in _error_line(result)
 
 
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("lineage.csv", b"id,ancestor_list\n\xff\n"), ("metrics.jsonl", b'{"step": 0}\nnot json\n{"step": 1}\n')],
+)
+def test_plot_of_a_damaged_file_names_it(copy, name, data):
+    (copy / name).write_bytes(data)
+    result = cli.invoke(app, ["plot", str(copy)])
+    assert result.exit_code == 2
+    assert name in _error_line(result)
+
+
 def test_a_checkpoint_that_does_not_fit_an_edited_config_is_named(copy):
     config = RunDirectory(copy).config_path
     config.write_text(config.read_text().replace("seed: 0", "seed: 1"))
