@@ -83,6 +83,8 @@ class Checkpoint:
             document = json.loads(state_bytes.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise CheckpointError(f"{state_path}: not valid JSON ({error})") from None
+        except RecursionError:
+            raise CheckpointError(f"{state_path}: nested too deeply to be a checkpoint") from None
         try:
             tensors = load_tensors(tensor_bytes)
         except (SafetensorError, ValueError, RuntimeError, OSError) as error:
@@ -92,6 +94,8 @@ class Checkpoint:
             state = decode_state(document, tensors)
         except StateCodecError as error:
             raise CheckpointError(f"{state_path}: {error}") from None
+        except RecursionError:
+            raise CheckpointError(f"{state_path}: nested too deeply to be a checkpoint") from None
         if not isinstance(state, dict):
             raise CheckpointError(f"{state_path}: expected a mapping at the top level")
         return state
@@ -253,7 +257,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
             f"{', '.join(map(str, _READABLE_FORMATS))})"
         )
     try:
-        return Checkpoint(
+        ckpt = Checkpoint(
             path,
             int(meta["step"]),
             {str(k): int(v) for k, v in meta["offsets"].items()},
@@ -263,6 +267,9 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         raise CheckpointError(f"{meta_path}: missing or malformed step/offsets") from None
+    if ckpt.format == CHECKPOINT_FORMAT and set(ckpt.digests) != {STATE_FILE, TENSORS_FILE}:
+        raise CheckpointError(f"{meta_path}: missing the SHA-256 of {STATE_FILE} and {TENSORS_FILE}")
+    return ckpt
 
 
 def _step_directories(root: Path) -> list[tuple[int, Path]]:

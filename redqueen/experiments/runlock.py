@@ -46,7 +46,9 @@ class RunLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
-            raise RunDirectoryBusyError(f"{path}: cannot open the lock file ({error.strerror or error})") from None
+            raise RunDirectoryBusyError(
+                f"{path}: cannot open the lock file ({error.strerror or error})"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -223,7 +223,8 @@ class Runner:
             if self._last_checkpoint_step != self.step_count:
                 self.checkpoint()
             else:
-                self.write_lineage_and_population()
+                with self.run_dir.publishing():
+                    self.write_lineage_and_population()
             notes = self._plot() if self.plots else []
         finally:
             self._restore_signals(previous)

@@ -77,13 +77,18 @@ class _Encoder:
         if isinstance(value, np.ndarray):
             if value.dtype.hasobject:
                 raise StateCodecError(f"{where}: numpy arrays of dtype object cannot be stored")
-            return {"$ndarray": self._store(_raw_bytes(value)), "dtype": value.dtype.str,
-                    "shape": list(value.shape)}
+            return {
+                "$ndarray": self._store(_raw_bytes(value)),
+                "dtype": value.dtype.str,
+                "shape": list(value.shape),
+            }
         if isinstance(value, np.generic):
             if value.dtype.kind in "biuf" and value.dtype.itemsize <= 8:  # exact as a Python number
                 return {"$npscalar": self.encode(value.item(), where), "dtype": value.dtype.str}
-            return {"$npscalar": {"$bytes": base64.b64encode(value.tobytes()).decode("ascii")},
-                    "dtype": value.dtype.str}
+            return {
+                "$npscalar": {"$bytes": base64.b64encode(value.tobytes()).decode("ascii")},
+                "dtype": value.dtype.str,
+            }
         if isinstance(value, Mapping):
             return self._mapping(value, where)
         if isinstance(value, tuple):
@@ -99,7 +104,10 @@ class _Encoder:
         if isinstance(value, torch.dtype):
             return {"$dtype": str(value).removeprefix("torch.")}
         if isinstance(value, torch.Generator):
-            return {"$generator": self._tensor(value.get_state(), where), "device": str(value.device)}
+            return {
+                "$generator": self._tensor(value.get_state(), where),
+                "device": str(value.device),
+            }
         if isinstance(value, (int, float)):  # subclasses (IntEnum, numpy-derived): keep the value
             return self.encode(int(value) if isinstance(value, int) else float(value), where)
         raise StateCodecError(
@@ -110,8 +118,12 @@ class _Encoder:
     def _mapping(self, value: Mapping[Any, Any], where: str) -> Any:
         if all(isinstance(k, str) and not k.startswith("$") for k in value):
             return {k: self.encode(v, f"{where}[{k!r}]") for k, v in value.items()}
-        return {"$dict": [[self.encode(k, f"{where} key {k!r}"), self.encode(v, f"{where}[{k!r}]")]
-                          for k, v in value.items()]}
+        return {
+            "$dict": [
+                [self.encode(k, f"{where} key {k!r}"), self.encode(v, f"{where}[{k!r}]")]
+                for k, v in value.items()
+            ]
+        }
 
     def _tensor(self, value: torch.Tensor, where: str) -> Any:
         seen = self._seen.get(id(value))
@@ -149,12 +161,16 @@ def _decode(node: Any, tensors: Mapping[str, torch.Tensor], where: str) -> Any:
     except StateCodecError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as error:
-        raise StateCodecError(f"{where}: malformed {tag} ({type(error).__name__}: {error})") from None
+        raise StateCodecError(
+            f"{where}: malformed {tag} ({type(error).__name__}: {error})"
+        ) from None
 
 
 def _raw_bytes(array: np.ndarray) -> torch.Tensor:
     """An array's bytes (C order, its own byte order) as a uint8 tensor: exact for every dtype."""
-    return torch.from_numpy(np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=np.uint8).copy())
+    return torch.from_numpy(
+        np.frombuffer(np.ascontiguousarray(array).tobytes(), dtype=np.uint8).copy()
+    )
 
 
 def _tensor_of(key: Any, tensors: Mapping[str, torch.Tensor], where: str) -> torch.Tensor:
@@ -163,18 +179,24 @@ def _tensor_of(key: Any, tensors: Mapping[str, torch.Tensor], where: str) -> tor
     return tensors[key]
 
 
-def _read_tensor(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str) -> torch.Tensor:
+def _read_tensor(
+    node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
+) -> torch.Tensor:
     tensor = _tensor_of(node["$tensor"], tensors, where).clone()
     return tensor.requires_grad_() if node.get("requires_grad") else tensor
 
 
-def _read_ndarray(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str) -> np.ndarray:
+def _read_ndarray(
+    node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
+) -> np.ndarray:
     raw = _tensor_of(node["$ndarray"], tensors, where).numpy().tobytes()
     shape = tuple(int(n) for n in node["shape"])
     return np.frombuffer(raw, dtype=np.dtype(node["dtype"])).reshape(shape).copy()
 
 
-def _read_npscalar(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str) -> np.generic:
+def _read_npscalar(
+    node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
+) -> np.generic:
     dtype = np.dtype(node["dtype"])
     value = _decode(node["$npscalar"], tensors, where)
     if isinstance(value, bytes):
@@ -182,18 +204,27 @@ def _read_npscalar(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], wh
     return dtype.type(value)
 
 
-def _read_dict(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str) -> dict[Any, Any]:
-    return {_decode(k, tensors, f"{where} key"): _decode(v, tensors, f"{where}[{k!r}]") for k, v in node["$dict"]}
+def _read_dict(
+    node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
+) -> dict[Any, Any]:
+    return {
+        _decode(k, tensors, f"{where} key"): _decode(v, tensors, f"{where}[{k!r}]")
+        for k, v in node["$dict"]
+    }
 
 
-def _read_dtype(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str) -> torch.dtype:
+def _read_dtype(
+    node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
+) -> torch.dtype:
     dtype = getattr(torch, str(node["$dtype"]), None)
     if not isinstance(dtype, torch.dtype):
         raise StateCodecError(f"{where}: unknown torch dtype {node['$dtype']!r}")
     return dtype
 
 
-def _read_generator(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str) -> torch.Generator:
+def _read_generator(
+    node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
+) -> torch.Generator:
     generator = torch.Generator(device=str(node.get("device", "cpu")))
     generator.set_state(_read_tensor(node["$generator"], tensors, where))
     return generator
@@ -206,7 +237,9 @@ def _read_float(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where
     return float(text)
 
 
-def _items(node: dict[str, Any], tag: str, tensors: Mapping[str, torch.Tensor], where: str) -> list[Any]:
+def _items(
+    node: dict[str, Any], tag: str, tensors: Mapping[str, torch.Tensor], where: str
+) -> list[Any]:
     values = node[tag]
     if not isinstance(values, list):
         raise StateCodecError(f"{where}: {tag} must hold a list")
@@ -220,7 +253,9 @@ _READERS: dict[str, Callable[[dict[str, Any], Mapping[str, torch.Tensor], str], 
     "$dict": _read_dict,
     "$tuple": lambda node, tensors, where: tuple(_items(node, "$tuple", tensors, where)),
     "$set": lambda node, tensors, where: set(_items(node, "$set", tensors, where)),
-    "$frozenset": lambda node, tensors, where: frozenset(_items(node, "$frozenset", tensors, where)),
+    "$frozenset": lambda node, tensors, where: frozenset(
+        _items(node, "$frozenset", tensors, where)
+    ),
     "$bytes": lambda node, tensors, where: base64.b64decode(node["$bytes"], validate=True),
     "$dtype": _read_dtype,
     "$generator": _read_generator,

@@ -46,8 +46,11 @@ def _run_in_child(out, first: bool) -> int:
     if pid == 0:  # the child: run, and never return into pytest
         code = 1
         try:
-            runner = (start_run(load_config("surrogate", SETTINGS), out, plots=False) if first
-                      else resume_run(out, plots=False))
+            runner = (
+                start_run(load_config("surrogate", SETTINGS), out, plots=False)
+                if first
+                else resume_run(out, plots=False)
+            )
             runner.run()
             runner.close()
             code = 0
@@ -74,7 +77,9 @@ def _check_resumed_matches_checkpoint(out, reference) -> int:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_sigkill_at_random_moments_never_leaves_logs_that_disagree_with_the_checkpoint(tmp_path):
-    warm_up = start_run(load_config("surrogate", [*SETTINGS, "steps=1"]), tmp_path / "warm-up", plots=False)
+    warm_up = start_run(
+        load_config("surrogate", [*SETTINGS, "steps=1"]), tmp_path / "warm-up", plots=False
+    )
     warm_up.run()  # imports what checkpoints need, so the timing below is of the run alone
     warm_up.close()
     reference_dir = tmp_path / "reference"
@@ -121,5 +126,8 @@ def test_sigkill_at_random_moments_never_leaves_logs_that_disagree_with_the_chec
 def _check_finished_matches_reference(out, reference_dir) -> None:
     for kind in ("metrics", "tasks", "ratings"):
         assert _rows(out, kind) == _rows(reference_dir, kind)
-    assert RunDirectory(out).lineage_path.read_text() == RunDirectory(reference_dir).lineage_path.read_text()
+    assert (
+        RunDirectory(out).lineage_path.read_text()
+        == RunDirectory(reference_dir).lineage_path.read_text()
+    )
     assert RunDirectory(out).population_ids() == RunDirectory(reference_dir).population_ids()

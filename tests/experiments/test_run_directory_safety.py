@@ -49,7 +49,9 @@ def _content(path: Path) -> dict:
     """What a run must reproduce exactly (wall-clock seconds left out)."""
     run = RunDirectory(path)
     return {
-        "metrics": [{k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")],
+        "metrics": [
+            {k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")
+        ],
         "tasks": run.read_log("tasks"),
         "ratings": run.read_log("ratings"),
         "lineage": run.lineage_path.read_text(),
@@ -125,7 +127,9 @@ def test_resume_imports_recorded_plugins_only_when_confirmed(copy, tmp_path):
     line = _error_line(refused)
     assert str(plugin) in line and "--trust-plugins" in line and "surrogate" not in line
     assert not marker.exists()
-    assert cli.invoke(app, ["resume", str(copy), "--no-plots", "--plugin", str(plugin)]).exit_code == 0
+    assert (
+        cli.invoke(app, ["resume", str(copy), "--no-plots", "--plugin", str(plugin)]).exit_code == 0
+    )
     assert marker.exists()
 
 
@@ -137,9 +141,15 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_killed_holder_frees_
         assert result.exit_code == 2
         assert f"in use by process {os.getpid()}" in _error_line(result)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from redqueen.experiments.runlock import RunLock;"
-         f"lock = RunLock({str(copy)!r}); print('held', flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, env=ENV,
+        [
+            sys.executable,
+            "-c",
+            "import time; from redqueen.experiments.runlock import RunLock;"
+            f"lock = RunLock({str(copy)!r}); print('held', flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=ENV,
     )
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(RunDirectoryBusyError, match=f"process {holder.pid}"):
@@ -166,9 +176,23 @@ def test_a_resume_alongside_a_running_run_is_refused_and_the_run_writes_each_ste
     out, gate, plugin = tmp_path / "run", tmp_path / "gate", tmp_path / "gated.py"
     plugin.write_text(GATED_OPERATOR.format(gate=str(gate)))
     first = subprocess.Popen(
-        [*CLI, "run", "surrogate", "--out", str(out), "--no-plots", "--plugin", str(plugin),
-         *[a for s in SETTINGS for a in ("--set", s)], "--set", "evolution.operators={gated: 1.0}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV,
+        [
+            *CLI,
+            "run",
+            "surrogate",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--plugin",
+            str(plugin),
+            *[a for s in SETTINGS for a in ("--set", s)],
+            "--set",
+            "evolution.operators={gated: 1.0}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
     )
     try:
         deadline = time.monotonic() + 120
@@ -204,7 +228,10 @@ def test_a_non_utf8_config_names_the_file(tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "data"),
-    [("lineage.csv", b"id,ancestor_list\n\xff\n"), ("metrics.jsonl", b'{"step": 0}\nnot json\n{"step": 1}\n')],
+    [
+        ("lineage.csv", b"id,ancestor_list\n\xff\n"),
+        ("metrics.jsonl", b'{"step": 0}\nnot json\n{"step": 1}\n'),
+    ],
 )
 def test_plot_of_a_damaged_file_names_it(copy, name, data):
     (copy / name).write_bytes(data)
@@ -227,7 +254,9 @@ def test_a_checkpoint_without_step_count_is_named_not_answered_with_a_key(tmp_pa
     ckpt = latest_checkpoint(run.checkpoints_dir)
     state = ckpt.load_state()
     del state["step_count"]
-    save_checkpoint(run.checkpoints_dir, step=ckpt.step, state=state, offsets=ckpt.offsets, extra=ckpt.extra)
+    save_checkpoint(
+        run.checkpoints_dir, step=ckpt.step, state=state, offsets=ckpt.offsets, extra=ckpt.extra
+    )
     result = cli.invoke(app, ["resume", str(copy), "--no-plots"])
     assert result.exit_code == 2
     assert "step_count" in _error_line(result) and str(ckpt.path) in _error_line(result)
@@ -247,7 +276,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_is_exact(finished, t
         _drive(runner)
     assert stopped.value.exit_code == 2
     line = _error_line(capsys.readouterr())
-    assert "metrics.jsonl" in line and "No space left on device" in line and "redqueen resume" in line
+    assert (
+        "metrics.jsonl" in line and "No space left on device" in line and "redqueen resume" in line
+    )
     metrics.unlink()
     metrics.touch()
     assert cli.invoke(app, ["resume", str(out), "--no-plots"]).exit_code == 0
@@ -264,7 +295,9 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_is_exact(finished, t
 def test_a_plugin_that_exits_or_raises_at_import_is_one_line(tmp_path, code, match):
     plugin = tmp_path / "bad_plugin.py"
     plugin.write_text(code)
-    result = cli.invoke(app, ["run", "surrogate", "--out", str(tmp_path / "run"), "--plugin", str(plugin)])
+    result = cli.invoke(
+        app, ["run", "surrogate", "--out", str(tmp_path / "run"), "--plugin", str(plugin)]
+    )
     assert result.exit_code == 2
     assert match in _error_line(result) and "bad_plugin.py" in _error_line(result)
     assert not (tmp_path / "run").exists()
@@ -279,9 +312,21 @@ def test_a_plugin_that_raises_mid_run_stops_it_with_one_line_naming_the_plugin(t
         "    raise RuntimeError('no children today')\n"
     )
     out = tmp_path / "run"
-    result = cli.invoke(app, ["run", "surrogate", "--out", str(out), "--no-plots", "--plugin", str(plugin),
-                              *[a for s in SETTINGS for a in ("--set", s)],
-                              "--set", "evolution.operators={explode: 1.0}"])
+    result = cli.invoke(
+        app,
+        [
+            "run",
+            "surrogate",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--plugin",
+            str(plugin),
+            *[a for s in SETTINGS for a in ("--set", s)],
+            "--set",
+            "evolution.operators={explode: 1.0}",
+        ],
+    )
     assert result.exit_code == 2
     line = _error_line(result)
     assert "no children today" in line and "raising.py" in line and "redqueen resume" in line
@@ -305,8 +350,17 @@ def test_sigterm_checkpoints_and_exits_143_with_the_resume_command(finished, tmp
     try:
         presser = threading.Thread(target=preempt_after_the_first_step, daemon=True)
         presser.start()
-        result = cli.invoke(app, ["run", "surrogate", "--out", str(out), "--no-plots",
-                                  *[a for s in SETTINGS for a in ("--set", s)]])
+        result = cli.invoke(
+            app,
+            [
+                "run",
+                "surrogate",
+                "--out",
+                str(out),
+                "--no-plots",
+                *[a for s in SETTINGS for a in ("--set", s)],
+            ],
+        )
         presser.join()
     finally:
         signal.signal(signal.SIGTERM, previous)
