@@ -107,6 +107,7 @@ class Learner:
         self.host = host
         self.config = config or LearnerConfig()
         self._optimizers: dict[str, tuple[list[Tensor], torch.optim.AdamW]] = {}
+        self.skipped_updates = 0  # steps skipped for a non-finite loss or gradient, since creation
         forward_args = inspect.signature(host.model.forward).parameters
         self._keep_kw = next(
             (k for k in ("logits_to_keep", "num_logits_to_keep") if k in forward_args), None
@@ -176,6 +177,8 @@ class Learner:
             p.grad = None
         if finite:
             host.backend.adapters_changed([adapter_id])
+        else:
+            self.skipped_updates += 1
         return LearnerStats(
             loss=loss_sum,
             skipped=not finite,

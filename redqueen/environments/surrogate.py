@@ -131,6 +131,7 @@ class SurrogateEnv(Environment):
         self.signatures: set[str] = set()
         self.hv_reference: dict[str, list[float]] = {}
         self.step_count = 0
+        self._skipped_updates = 0  # of the last step
         for role, size in (("teacher", teachers), ("student", students)):
             for _ in range(size):
                 genome = LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
@@ -303,9 +304,21 @@ class SurrogateEnv(Environment):
             scores.append(float(np.mean(rates)) if rates else 1.0)
         return scores
 
+    #: Largest gradient norm of one member's step; a longer gradient is scaled down to it.
+    max_grad_norm = 1.0
+
     def update(self, role: str, genome: LoRAGenome, partner: LoRAGenome | None,
-               probes: list[torch.Tensor], tasks: list[torch.Tensor]) -> LoRAGenome:
-        """One gradient step of a member on what it met this step; returns the new genome."""
+               probes: list[torch.Tensor], tasks: list[torch.Tensor]) -> LoRAGenome | None:
+        """One gradient step of a member on what it met this step.
+
+        The gradient is clipped to :attr:`max_grad_norm`: the teacher's domain penalty is
+        quadratic in the pre-tanh outputs, so an unclipped step on a teacher near the domain edge
+        overshoots, the next gradient is larger still, and the factors blow up within a few steps.
+
+        Returns:
+            The new genome, or ``None`` when the loss or the gradient is not finite (the update
+            is skipped and the member keeps its genome).
+        """
         with _one_thread():
             factors = {n: (a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_())
                        for n, (a, b) in genome.items()}
@@ -318,10 +331,17 @@ class SurrogateEnv(Environment):
             else:
                 stacked = torch.stack(tasks)
                 loss = (self.forward(stacked, genome, factors) - self.solution(stacked)).pow(2).mean()
+            if not torch.isfinite(loss):
+                return None
             params = [t for pair in factors.values() for t in pair]
-            it = iter(torch.autograd.grad(loss, params))
+            grads = torch.autograd.grad(loss, params)
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+            if not torch.isfinite(norm):
+                return None
+            step = self.lr * min(1.0, self.max_grad_norm / (float(norm) + 1e-12))
+            it = iter(grads)
             return genome.replace(
-                {n: ((a - self.lr * next(it)).detach(), (b - self.lr * next(it)).detach()) for n, (a, b) in factors.items()}
+                {n: ((a - step * next(it)).detach(), (b - step * next(it)).detach()) for n, (a, b) in factors.items()}
             )
 
     def close(self) -> None:
@@ -337,8 +357,12 @@ class SurrogateEnv(Environment):
         items = [(ind.role, ind.genome,
                   self._genome(seen[ind.id].partner) if ind.role == "teacher" else None,
                   seen[ind.id].probes, seen[ind.id].tasks) for ind in members]
+        self._skipped_updates = 0
         for ind, genome in zip(members, self._map("update", items), strict=True):
-            ind.genome = genome
+            if genome is None:  # non-finite loss or gradient: counted in the step's metrics
+                self._skipped_updates += 1
+            else:
+                ind.genome = genome
 
     def _describe(self, seen: dict[str, _Seen]) -> None:
         """Objectives, behaviour descriptors and lexicase cases of every living member."""
@@ -402,6 +426,7 @@ class SurrogateEnv(Environment):
             "phylogenetic_diversity": self.lineage.phylogenetic_diversity(),
             **self.evolution.archive_metrics(),
             **hypervolumes({r: self.population.members(r) for r in ROLES}, self.objectives, self.hv_reference),
+            "learner_skipped": float(self._skipped_updates),
         }
 
     def _rating_rows(self, step: int) -> list[dict[str, Any]]:

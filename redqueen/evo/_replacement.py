@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 #: Rules for a newborn's first rating (see :func:`newborn_rating`).
 NEWBORN_RULES = ("survivor", "parents", "fresh")
@@ -136,11 +135,7 @@ def newborn_rating(
 
 
 def _genome_is_finite(genome: Any) -> bool:
-    """Whether every factor of a LoRA genome is finite (a member with NaN or inf weights is
-    dead: it cannot play, and its children would inherit the damage)."""
-    items = getattr(genome, "items", None)
-    if items is None:
-        return True
-    return all(
-        bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all()) for _, (a, b) in items()
-    )
+    """Whether a member's genome is finite (a member with NaN or inf weights is dead: it cannot
+    play, and its children would inherit the damage); genomes without ``is_finite`` count as finite."""
+    is_finite = getattr(genome, "is_finite", None)
+    return True if is_finite is None else bool(is_finite())

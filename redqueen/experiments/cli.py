@@ -56,6 +56,8 @@ PLUGIN_MODULES = (
 EXIT_BAD_INPUT = 2
 #: Exit status of a run stopped by SIGINT after writing its checkpoint.
 EXIT_INTERRUPTED = 130
+#: Exit status of a run stopped by SIGTERM (a scheduler's pre-emption) after its checkpoint.
+EXIT_TERMINATED = 143
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -138,8 +140,12 @@ def import_plugin(spec: str) -> str:
         return spec
     except ValueError:
         raise
-    except Exception as error:  # the plug-in's own code may raise anything while importing
-        raise ValueError(f"plugin {spec}: cannot import ({type(error).__name__}: {error})") from None
+    except SystemExit as error:  # sys.exit() in a plug-in must not end redqueen as if it succeeded
+        raise ValueError(f"plugin {spec}: called sys.exit({error.code!r}) while being imported") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # the plug-in's own code may raise anything while importing
+        raise ValueError(f"plugin {spec}: cannot import ({type(error).__name__}: {_one_line(error)})") from None
 
 
 def _one_line(error: BaseException) -> str:
@@ -214,23 +220,62 @@ def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..
 
 
 def _drive(runner: Any) -> None:
-    """Run to the end with a live progress bar, report, and exit 130 when interrupted."""
+    """Run to the end with a live progress bar, report, and exit 130 (143) on SIGINT (SIGTERM).
+
+    A step that fails (a full disk, a plug-in that raises) ends the run with one line naming
+    what failed and where, and exit status 2; nothing written before the last checkpoint is lost.
+    """
+    import signal
+
     console = Console(stderr=True)
     progress, on_step = _live_progress(console, runner)
     try:
         with progress:
             result = runner.run(callbacks=[on_step])
+    except (KeyboardInterrupt, typer.Exit):
+        raise
+    except BaseException as error:
+        raise fail(_run_failure(runner, error)) from None
     finally:
         runner.close()
     for note in result.plot_notes:
         console.print(f"plot {note}")
     if result.interrupted:
-        console.print(
+        typer.echo(
             f"interrupted after step {result.steps_done}/{result.steps_total}; checkpoint written."
-            f" Continue with: redqueen resume {result.path}"
+            f" Continue with: redqueen resume {result.path}",
+            err=True,
         )
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_TERMINATED if result.stop_signal == signal.SIGTERM else EXIT_INTERRUPTED)
     typer.echo(f"run complete: {result.steps_done} steps in {result.path}")
+
+
+def _run_failure(runner: Any, error: BaseException) -> str:
+    """One line on a run that stopped mid-way: what failed, where, and how to continue."""
+    import traceback
+
+    from redqueen.experiments.checkpoint import CheckpointError, latest_checkpoint
+
+    if isinstance(error, SystemExit):
+        what = f"sys.exit({error.code!r}) was called"
+    else:
+        what = f"{type(error).__name__}: {_one_line(error)}"
+    frames = traceback.extract_tb(error.__traceback__)
+    package = str(Path(__file__).resolve().parents[1])
+    outside = [f for f in frames if not f.filename.startswith(package) and "site-packages" not in f.filename]
+    where = ""
+    if not isinstance(error, ValueError | OSError) and frames:
+        frame = (outside or frames)[-1]
+        where = f" in {frame.filename}:{frame.lineno}"
+    try:
+        ckpt = latest_checkpoint(runner.run_dir.checkpoints_dir)
+    except CheckpointError:
+        ckpt = None
+    kept = f"checkpoint at step {ckpt.step}" if ckpt is not None else "no checkpoint yet"
+    return (
+        f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; {kept} in "
+        f"{runner.run_dir.path}, continue with: redqueen resume {runner.run_dir.path}"
+    )
 
 
 @app.command("run")
@@ -262,28 +307,67 @@ def run_command(
 def resume_command(
     run_dir: Path = typer.Argument(..., help="The run directory to continue."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write plots at the end."),
+    steps: int | None = typer.Option(
+        None, "--steps", min=0, help="Continue to this many steps in total (a finished run too)."
+    ),
+    trust_plugins: bool = typer.Option(
+        False, "--trust-plugins", help="Import the plug-ins the run directory's plugins.json names."
+    ),
+    plugins: list[str] | None = typer.Option(
+        None, "--plugin", help="Confirm a plug-in of plugins.json by naming it again (repeatable)."
+    ),
 ) -> None:
-    """Continue a run from its latest checkpoint (plug-ins it was started with are imported)."""
-    from redqueen.experiments.rundir import RunDirectory
+    """Continue a run from its latest checkpoint.
+
+    The plug-ins it was started with (plugins.json) run code, so they are imported only when
+    confirmed: by --trust-plugins, or by naming each of them again with --plugin.
+    """
     from redqueen.experiments.runner import resume_run
 
     with bad_input_exits(starting=True):
         load_plugins()
         if run_dir.is_dir():
-            for spec in RunDirectory(run_dir).read_plugins():
-                import_plugin(spec)
-        runner = resume_run(run_dir, plots=plots)
+            _import_confirmed_plugins(run_dir, trust_plugins, list(plugins or ()))
+        runner = resume_run(run_dir, plots=plots, steps=steps)
     _drive(runner)
+
+
+def _import_confirmed_plugins(run_dir: Path, trust: bool, named: list[str]) -> None:
+    """Import the run's recorded plug-ins, or refuse naming them if they were not confirmed.
+
+    Modules already imported (redqueen's own, listed by :data:`PLUGIN_MODULES`) run no new
+    code and need no confirmation.
+    """
+    from redqueen.experiments.rundir import RunDirectory
+
+    run = RunDirectory(run_dir)
+    recorded = run.read_plugins()
+    pending = [spec for spec in recorded if spec not in sys.modules]
+    confirmed = {str(Path(n).resolve()) if Path(n).suffix == ".py" else n for n in named}
+    unconfirmed = [spec for spec in pending if spec not in confirmed]
+    if unconfirmed and not trust:
+        raise ValueError(
+            f"{run.plugins_path} names plug-ins that would run code: {', '.join(unconfirmed)}; "
+            "pass --trust-plugins, or --plugin for each, to import them"
+        )
+    for spec in pending:
+        import_plugin(spec)
+    for spec in named:
+        import_plugin(spec)
 
 
 @app.command("plot")
 def plot_command(run_dir: Path = typer.Argument(..., help="The run directory.")) -> None:
     """Draw the plots of a run into DIR/plots/ from its logs and lineage."""
     from redqueen.experiments.plots import make_plots
+    from redqueen.experiments.rundir import RunDirectory
 
     with bad_input_exits():
         load_plugins()
-        report = make_plots(run_dir)
+        run = RunDirectory(run_dir)
+        run.require()
+        with run.snapshot():
+            report = make_plots(run_dir)
     for path in report.written:
         typer.echo(str(path))
     for note in report.notes:

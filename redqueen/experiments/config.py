@@ -354,6 +354,8 @@ def _read_yaml(path: Path, label: str) -> dict[str, Any]:
         raise ConfigError(
             f"{label}:{where} invalid YAML ({getattr(error, 'problem', error)})"
         ) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{label}: not UTF-8 text (byte {error.start})") from None
     except OSError as error:
         raise ConfigError(f"{label}: cannot read ({error.strerror})") from None
     if data is None:

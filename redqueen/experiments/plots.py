@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from redqueen._registry import Registry  # noqa: E402
-from redqueen.experiments.rundir import RunDirectory  # noqa: E402
+from redqueen.experiments.rundir import RunDirectory, RunDirectoryError  # noqa: E402
 
 _log = logging.getLogger(__name__)
 
@@ -85,14 +85,18 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
     """Read the logs and ``lineage.csv`` of a run directory (absent files read as empty).
 
     Raises:
-        RunDirectoryError: If ``path`` is not a run directory or a log line is not JSON.
+        RunDirectoryError: If ``path`` is not a run directory, a log line is not JSON, or a
+            file is not UTF-8 text.
     """
     run_dir = RunDirectory(path)
     run_dir.require()
     lineage: list[dict[str, str]] = []
     if run_dir.lineage_path.is_file():
-        with open(run_dir.lineage_path, newline="", encoding="utf-8") as handle:
-            lineage = list(csv.DictReader(handle))
+        try:
+            with open(run_dir.lineage_path, newline="", encoding="utf-8") as handle:
+                lineage = list(csv.DictReader(handle))
+        except (UnicodeDecodeError, csv.Error) as error:
+            raise RunDirectoryError(f"{run_dir.lineage_path}: not a readable CSV file ({error})") from None
     return RunData(
         path=run_dir.path,
         metrics=run_dir.read_log("metrics"),

@@ -10,22 +10,45 @@ Layout (see DESIGN.md, "Run directory")::
     population/<id>/     PEFT adapters of the living members
     checkpoints/step_<n>/  environment state and log offsets (see :mod:`.checkpoint`)
     plots/*.png
+    .lock                held (``flock``) by the one process running or resuming the run
+    .snapshot.lock       held shared by readers, exclusively while a checkpoint is published
 
 The three JSON-lines logs are append-only. A checkpoint records their byte sizes, so a resumed
 run cuts away whatever was written after the checkpoint it restarts from and no row appears twice.
+What a run directory promises is written down in ``docs/run-directory.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import math
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
+
+from redqueen.experiments.runlock import (
+    SNAPSHOT_LOCK_FILE,
+    RunDirectoryBusyError,
+    RunLock,
+    file_lock,
+    writer_active,
+)
+
+__all__ = [
+    "LOG_FILES",
+    "RunDirectory",
+    "RunDirectoryBusyError",
+    "RunDirectoryError",
+    "RunLock",
+    "export_adapter",
+    "writer_active",
+]
 
 #: The append-only logs of a run, by the :class:`~redqueen.environments.StepRecord` field they hold.
 LOG_FILES: dict[str, str] = {
@@ -135,6 +158,23 @@ class RunDirectory:
     def plugins_path(self) -> Path:
         return self.path / "plugins.json"
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Hold the run still for a reader: no checkpoint is published until the block ends.
+
+        Inside the block, ``lineage.csv``, ``population/`` and the latest checkpoint belong to
+        the same step, and :meth:`read_log` stops at that checkpoint's offsets while a run is
+        going, so a reader sees one consistent step even while the run writes its next ones.
+        """
+        with file_lock(self.path / SNAPSHOT_LOCK_FILE, fcntl.LOCK_SH):
+            yield
+
+    @contextlib.contextmanager
+    def publishing(self) -> Iterator[None]:
+        """Held by the writer while it replaces lineage, population and checkpoint (readers wait)."""
+        with file_lock(self.path / SNAPSHOT_LOCK_FILE, fcntl.LOCK_EX):
+            yield
+
     def log_path(self, kind: str) -> Path:
         """Path of the ``kind`` log (``metrics``, ``tasks`` or ``ratings``)."""
         return self.path / LOG_FILES[kind]
@@ -164,7 +204,9 @@ class RunDirectory:
         """
         self.require()
         try:
-            data = yaml.safe_load(self.config_path.read_text())
+            data = yaml.safe_load(self.config_path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise RunDirectoryError(f"{self.config_path}: not UTF-8 text (byte {error.start})") from None
         except yaml.YAMLError as error:
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise RunDirectoryError(f"{self.config_path}: not valid YAML ({first})") from None
@@ -185,8 +227,8 @@ class RunDirectory:
         if not self.plugins_path.is_file():
             return []
         try:
-            plugins = json.loads(self.plugins_path.read_text())
-        except json.JSONDecodeError:
+            plugins = json.loads(self.plugins_path.read_bytes().decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError):
             plugins = None
         if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
             raise RunDirectoryError(f"{self.plugins_path}: expected a JSON list of module names")
@@ -204,15 +246,21 @@ class RunDirectory:
         handle = self._handles.get(kind)
         if handle is None:
             raise RuntimeError(f"{LOG_FILES[kind]} is not open; call open_logs() first")
-        for row in rows:
-            handle.write(json.dumps(_jsonable(row), separators=(", ", ": ")) + "\n")
-        handle.flush()
+        try:
+            for row in rows:
+                handle.write(json.dumps(_jsonable(row), separators=(", ", ": ")) + "\n")
+            handle.flush()
+        except OSError as error:
+            raise RunDirectoryError(f"{self.log_path(kind)}: cannot write ({error.strerror or error})") from None
 
     def sync_logs(self) -> None:
         """Flush the logs to disk (called before a checkpoint records their sizes)."""
-        for handle in self._handles.values():
-            handle.flush()
-            os.fsync(handle.fileno())
+        for kind, handle in self._handles.items():
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as error:
+                raise RunDirectoryError(f"{self.log_path(kind)}: cannot write ({error.strerror or error})") from None
 
     def log_offsets(self) -> dict[str, int]:
         """Current byte size of each log, by file name."""
@@ -231,49 +279,86 @@ class RunDirectory:
         for name in LOG_FILES.values():
             path = self.path / name
             size = int(offsets.get(name, 0))
-            with open(path, "a+b") as handle:
-                handle.truncate(size)
-                handle.flush()
-                os.fsync(handle.fileno())
+            try:
+                with open(path, "a+b") as handle:
+                    if handle.seek(0, os.SEEK_END) < size:
+                        raise RunDirectoryError(
+                            f"{path} is shorter ({handle.tell()} bytes) than the checkpoint records "
+                            f"({size} bytes): rows the checkpoint counts on are gone"
+                        )
+                    handle.truncate(size)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as error:
+                raise RunDirectoryError(f"{path}: cannot cut back to the checkpoint ({error.strerror or error})") from None
 
     def close_logs(self) -> None:
         """Close the log files (safe to call twice)."""
-        for handle in self._handles.values():
-            handle.close()
+        handles = list(self._handles.values())
         self._handles.clear()
+        for handle in handles:
+            with contextlib.suppress(OSError):  # a full disk fails the flush; the error was reported
+                handle.close()
 
     def read_log(self, kind: str) -> list[dict[str, Any]]:
         """Rows of the ``kind`` log; an absent file reads as no rows.
 
-        A final line cut short by a crash is skipped; any other bad line is an error.
+        While a run is going (its :class:`RunLock` is held), only the rows up to the latest
+        checkpoint are read, so the three logs, ``lineage.csv`` and ``population/`` describe the
+        same step. A final line cut short by a crash is skipped; any other bad line is an error.
 
         Raises:
-            RunDirectoryError: Naming the file and line that is not JSON.
+            RunDirectoryError: Naming the file and line that is not JSON, or a file not UTF-8.
         """
         path = self.log_path(kind)
         if not path.exists():
             return []
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(self._snapshot_size(path.name))
+            lines = data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as error:
+            raise RunDirectoryError(f"{path}: not UTF-8 text (byte {error.start})") from None
+        except OSError as error:
+            raise RunDirectoryError(f"{path}: cannot read ({error.strerror or error})") from None
         rows: list[dict[str, Any]] = []
-        lines = path.read_text(encoding="utf-8").splitlines()
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
+                row = json.loads(line)
             except json.JSONDecodeError:
                 if number == len(lines):
                     break
                 raise RunDirectoryError(f"{path}: line {number} is not JSON") from None
+            if not isinstance(row, dict):
+                raise RunDirectoryError(f"{path}: line {number} is not a JSON object")
+            rows.append(row)
         return rows
+
+    def _snapshot_size(self, name: str) -> int:
+        """Bytes of a log a reader may read: up to the latest checkpoint while a run is going."""
+        if not writer_active(self.path):
+            return -1
+        from redqueen.experiments.checkpoint import CheckpointError, latest_checkpoint
+
+        try:
+            ckpt = latest_checkpoint(self.checkpoints_dir)
+        except CheckpointError:
+            return -1
+        return ckpt.offsets.get(name, 0) if ckpt is not None else 0
 
     # ------------------------------------------------- lineage and population
     def write_lineage(self, lineage: Any) -> None:
         """Write ``lineage.csv`` through ``lineage.to_csv`` atomically."""
         tmp = self.path / ".lineage.csv.tmp"
-        lineage.to_csv(tmp)
-        with open(tmp, "rb+") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.lineage_path)
+        try:
+            lineage.to_csv(tmp)
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.lineage_path)
+        except OSError as error:
+            raise RunDirectoryError(f"{self.lineage_path}: cannot write ({error.strerror or error})") from None
         fsync_directory(self.path)
 
     def write_population(self, members: Iterable[tuple[str, Any]], base_model: str | None) -> list[str]:
@@ -290,17 +375,20 @@ class RunDirectory:
             The ids written.
         """
         staging = self.path / ".population.tmp"
-        if staging.exists():
-            shutil.rmtree(staging)
-        staging.mkdir()
         written = []
-        for member_id, genome in members:
-            if genome is None:
-                continue
-            target = staging / member_id
-            genome.save_peft(target, base_model=base_model or getattr(genome, "base_model", None))
-            written.append(member_id)
-        replace_directory(staging, self.population_dir)
+        try:
+            if staging.exists():
+                shutil.rmtree(staging)
+            staging.mkdir()
+            for member_id, genome in members:
+                if genome is None:
+                    continue
+                target = staging / member_id
+                genome.save_peft(target, base_model=base_model or getattr(genome, "base_model", None))
+                written.append(member_id)
+            replace_directory(staging, self.population_dir)
+        except OSError as error:
+            raise RunDirectoryError(f"{self.population_dir}: cannot write ({error.strerror or error})") from None
         return written
 
     def population_ids(self) -> list[str]:
@@ -355,8 +443,9 @@ def export_adapter(
     base_model = None
     config_file = source / "adapter_config.json"
     try:
-        base_model = json.loads(config_file.read_text()).get("base_model_name_or_path")
-        genome = LoRAGenome.from_peft(source)
+        with run_dir.snapshot():  # no checkpoint replaces population/ while the adapter is read
+            base_model = json.loads(config_file.read_text()).get("base_model_name_or_path")
+            genome = LoRAGenome.from_peft(source)
         if (config.get("model") or {}).get("name") == "tiny-coder":
             from redqueen.assets import tiny_coder_path
 

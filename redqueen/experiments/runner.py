@@ -12,7 +12,10 @@ Two entry points build a :class:`Runner`:
   start leaves nothing behind.
 * :func:`resume_run` rebuilds the environment from ``config.yaml``, loads the latest checkpoint
   and cuts the logs back to it, so the continued run writes exactly what an uninterrupted run
-  with the same seed would have written.
+  with the same seed would have written; given ``steps`` it continues to that total instead.
+
+Both hold the run directory's :class:`~redqueen.experiments.runlock.RunLock` until
+:meth:`Runner.close`, so no second process can write to the same directory meanwhile.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from redqueen.experiments.checkpoint import (
 )
 from redqueen.experiments.monitor import Monitor
 from redqueen.experiments.rundir import RunDirectory
+from redqueen.experiments.runlock import RunLock
 
 if TYPE_CHECKING:  # the environments package pulls in the engine; the runner only drives it
     from redqueen.environments.base import Environment, StepRecord
@@ -55,9 +59,11 @@ class RunResult:
         path: The run directory.
         steps_done: Environment steps completed so far (over all resumes).
         steps_total: Steps the configuration asks for.
-        interrupted: Whether SIGINT (or :meth:`Runner.request_stop`) ended the run early.
+        interrupted: Whether SIGINT, SIGTERM (or :meth:`Runner.request_stop`) ended the run early.
         last_metrics: The metrics row of the last step, empty if no step ran.
         plot_notes: One line per plot that was skipped, and why.
+        stop_signal: The signal that stopped the run (``signal.SIGINT`` or ``signal.SIGTERM``),
+            ``None`` when none did.
     """
 
     path: Path
@@ -66,6 +72,7 @@ class RunResult:
     interrupted: bool
     last_metrics: dict[str, Any] = field(default_factory=dict)
     plot_notes: list[str] = field(default_factory=list)
+    stop_signal: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -105,6 +112,7 @@ class Runner:
         plots: Write ``plots/*.png`` when the run ends.
         last_checkpoint_step: Step of the checkpoint this runner starts from (resume).
         elapsed: Wall-clock seconds already spent by earlier processes of this run.
+        lock: The run directory's lock, released by :meth:`close`.
     """
 
     def __init__(
@@ -119,6 +127,7 @@ class Runner:
         plots: bool = True,
         last_checkpoint_step: int | None = None,
         elapsed: float = 0.0,
+        lock: RunLock | None = None,
     ) -> None:
         if steps < 0:
             raise RunError(f"steps must be >= 0, got {steps}")
@@ -135,6 +144,8 @@ class Runner:
         self.last_metrics: dict[str, Any] = {}
         self._last_checkpoint_step = last_checkpoint_step
         self._stop = threading.Event()
+        self._lock = lock
+        self.stop_signal: int | None = None
 
     @property
     def step_count(self) -> int:
@@ -146,17 +157,23 @@ class Runner:
         self._stop.set()
 
     def checkpoint(self) -> Checkpoint:
-        """Write a checkpoint of the current state plus ``lineage.csv`` and ``population/``."""
+        """Write a checkpoint of the current state plus ``lineage.csv`` and ``population/``.
+
+        Readers holding :meth:`RunDirectory.snapshot` are waited for, so they never see the
+        three parts from different steps.
+        """
         self.run_dir.sync_logs()
-        self.write_lineage_and_population()
-        ckpt = save_checkpoint(
-            self.run_dir.checkpoints_dir,
-            step=self.step_count,
-            state=self.env.state_dict(),
-            offsets=self.run_dir.log_offsets(),
-            extra={"elapsed": self.elapsed},
-            keep=self.keep_checkpoints or None,
-        )
+        state = self.env.state_dict()
+        with self.run_dir.publishing():
+            self.write_lineage_and_population()
+            ckpt = save_checkpoint(
+                self.run_dir.checkpoints_dir,
+                step=self.step_count,
+                state=state,
+                offsets=self.run_dir.log_offsets(),
+                extra={"elapsed": self.elapsed},
+                keep=self.keep_checkpoints or None,
+            )
         self._last_checkpoint_step = ckpt.step
         return ckpt
 
@@ -194,13 +211,14 @@ class Runner:
             self.monitor.log(record.step, metrics)
 
     def run(self, callbacks: Iterable[StepCallback] = ()) -> RunResult:
-        """Step until the configured total, a stop request, or SIGINT; then finish cleanly.
+        """Step until the configured total, a stop request, SIGINT or SIGTERM; then finish cleanly.
 
-        The first SIGINT lets the step in progress finish, writes a checkpoint and returns with
-        ``interrupted=True``; a second SIGINT raises :class:`KeyboardInterrupt` at once.
+        The first SIGINT or SIGTERM (what batch schedulers send before pre-empting a job) lets
+        the step in progress finish, writes a checkpoint and returns with ``interrupted=True``;
+        a second one raises :class:`KeyboardInterrupt` at once.
         """
         callbacks = list(callbacks)
-        previous = self._install_sigint()
+        previous = self._install_signals()
         self.run_dir.open_logs()
         try:
             while self.step_count < self.steps and not self._stop.is_set():
@@ -217,10 +235,11 @@ class Runner:
             if self._last_checkpoint_step != self.step_count:
                 self.checkpoint()
             else:
-                self.write_lineage_and_population()
+                with self.run_dir.publishing():
+                    self.write_lineage_and_population()
             notes = self._plot() if self.plots else []
         finally:
-            self._restore_sigint(previous)
+            self._restore_signals(previous)
             self.run_dir.close_logs()
         return RunResult(
             path=self.run_dir.path,
@@ -229,14 +248,19 @@ class Runner:
             interrupted=self.step_count < self.steps,
             last_metrics=dict(self.last_metrics),
             plot_notes=notes,
+            stop_signal=self.stop_signal,
         )
 
     def close(self) -> None:
-        """Close the monitor and the environment (safe to call twice)."""
-        if self.monitor is not None:
-            self.monitor.close()
-        self.run_dir.close_logs()
-        self.env.close()
+        """Close the monitor and the environment and release the run directory (safe to call twice)."""
+        try:
+            if self.monitor is not None:
+                self.monitor.close()
+            self.run_dir.close_logs()
+            self.env.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     def _plot(self) -> list[str]:
         from redqueen.experiments.plots import make_plots
@@ -246,20 +270,27 @@ class Runner:
         except Exception as error:  # the run itself is complete and checkpointed by now
             return [f"plots failed ({type(error).__name__}: {error}); retry with: redqueen plot {self.run_dir.path}"]
 
-    def _install_sigint(self) -> Any:
+    def _install_signals(self) -> dict[int, Any] | None:
         if threading.current_thread() is not threading.main_thread():
             return None
 
         def handler(signum: int, frame: Any) -> None:
+            if self.stop_signal is not None:  # the second one: stop now
+                raise KeyboardInterrupt
+            self.stop_signal = signum
             self.request_stop()
             signal.signal(signal.SIGINT, signal.default_int_handler)
 
-        return signal.signal(signal.SIGINT, handler)
+        return {signum: signal.signal(signum, handler) for signum in _STOP_SIGNALS}
 
     @staticmethod
-    def _restore_sigint(previous: Any) -> None:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+    def _restore_signals(previous: dict[int, Any] | None) -> None:
+        for signum, handler in (previous or {}).items():
+            signal.signal(signum, handler)
+
+
+#: Signals that stop a run after the step in progress: Ctrl-C, and what schedulers send.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _runner_settings(config: Any) -> dict[str, Any]:
@@ -318,11 +349,13 @@ def start_run(
     created = created if not created.exists() else None
     staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
     env: Environment | None = None
+    lock: RunLock | None = None
     try:
         try:
             staging.mkdir(parents=True)
         except OSError as error:
             raise RunError(f"cannot create {staging.parent}: {error.strerror or error}") from None
+        lock = RunLock(staging)  # stays held through the rename below
         run_dir = RunDirectory(staging)
         resolved = config.to_yaml_dict()
         run_dir.write_config(resolved)
@@ -337,6 +370,8 @@ def start_run(
     except BaseException:
         if env is not None:
             env.close()
+        if lock is not None:
+            lock.release()
         shutil.rmtree(created if created is not None else staging, ignore_errors=True)
         raise
     run_dir = RunDirectory(target)
@@ -345,48 +380,84 @@ def start_run(
         run_dir=run_dir,
         monitor=_monitor(config, run_dir, 0, resolved),
         plots=plots,
+        lock=lock,
         **_runner_settings(config),
     )
 
 
-def resume_run(path: str | os.PathLike[str], *, plots: bool = True) -> Runner:
+def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int | None = None) -> Runner:
     """Rebuild a run's environment from ``config.yaml`` and restore its latest checkpoint.
 
-    Logs are cut back to the checkpoint's offsets (to nothing when there is no checkpoint yet,
-    in which case the run starts over from its seed).
+    The run directory's lock is taken first, so nothing is touched while another process runs
+    it. Logs are cut back to the checkpoint's offsets (to nothing when there is no checkpoint
+    yet, in which case the run starts over from its seed), and ``lineage.csv`` and
+    ``population/`` are rewritten from the restored state: every file describes the
+    checkpoint's step.
+
+    Args:
+        path: The run directory.
+        plots: Write plots when the run ends.
+        steps: New total number of steps (``None``: the configured total). It is written into
+            ``config.yaml``, so a later plain resume continues to the same total.
 
     Raises:
-        RunDirectoryError: If ``path`` is not a run directory.
-        CheckpointError: If the latest checkpoint is corrupt.
+        RunDirectoryError: If ``path`` is not a run directory, or another process holds it.
+        CheckpointError: If the latest checkpoint is damaged or not data-only.
         ConfigError: If ``config.yaml`` no longer validates.
+        RunError: If the checkpoint does not fit the configuration, or ``steps`` is below the
+            checkpoint's step.
     """
     from redqueen.experiments.build import build_environment
-    from redqueen.experiments.config import load_config
+    from redqueen.experiments.config import ConfigError, ExperimentConfig, load_config
 
     run_dir = RunDirectory(path)
     run_dir.require()
-    config = load_config(str(run_dir.config_path))
-    remove_partial_checkpoints(run_dir.checkpoints_dir)
-    ckpt = latest_checkpoint(run_dir.checkpoints_dir)
-    state = ckpt.load_state() if ckpt is not None else None
-    env = build_environment(config)
+    lock = RunLock(run_dir.path)
+    env: Environment | None = None
     try:
+        config = load_config(str(run_dir.config_path))
+        remove_partial_checkpoints(run_dir.checkpoints_dir)
+        ckpt = latest_checkpoint(run_dir.checkpoints_dir)
+        start = ckpt.step if ckpt is not None else 0
+        if steps is not None:
+            if steps < start:
+                raise RunError(f"--steps {steps} is below the {start} steps {run_dir.path} has already run")
+            resolved = config.to_yaml_dict()
+            resolved["steps"] = int(steps)
+            try:
+                config = ExperimentConfig.model_validate(resolved)
+            except ValueError as error:
+                raise ConfigError(f"--steps {steps}: {' '.join(str(error).split())}") from None
+        state = ckpt.load_state() if ckpt is not None else None
+        env = build_environment(config)
         if state is not None:
-            env.load_state_dict(state)
+            try:
+                env.load_state_dict(state)
+            except Exception as error:
+                detail = error.args[0] if isinstance(error, KeyError) and error.args else error
+                raise RunError(
+                    f"{ckpt.path} does not fit {run_dir.config_path} ({type(error).__name__}: {detail}); "
+                    "was config.yaml edited after the run started?"
+                ) from None
+        if steps is not None:
+            run_dir.write_config(config.to_yaml_dict())
+        run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})
+        runner = Runner(
+            env=env,
+            run_dir=run_dir,
+            monitor=_monitor(config, run_dir, start, config.to_yaml_dict()),
+            plots=plots,
+            last_checkpoint_step=ckpt.step if ckpt is not None else None,
+            elapsed=float(ckpt.extra.get("elapsed", 0.0)) if ckpt is not None else 0.0,
+            lock=lock,
+            **_runner_settings(config),
+        )
+        # lineage.csv and population/ may be newer than the checkpoint if the run died in between.
+        with run_dir.publishing():
+            runner.write_lineage_and_population()
     except BaseException:
-        env.close()
+        if env is not None:
+            env.close()
+        lock.release()
         raise
-    run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})
-    start = ckpt.step if ckpt is not None else 0
-    runner = Runner(
-        env=env,
-        run_dir=run_dir,
-        monitor=_monitor(config, run_dir, start, config.to_yaml_dict()),
-        plots=plots,
-        last_checkpoint_step=ckpt.step if ckpt is not None else None,
-        elapsed=float(ckpt.extra.get("elapsed", 0.0)) if ckpt is not None else 0.0,
-        **_runner_settings(config),
-    )
-    # lineage.csv and population/ may be newer than the checkpoint if the run died in between.
-    runner.write_lineage_and_population()
     return runner

@@ -153,6 +153,15 @@ class LoRAGenome:
         """Number of scalars in all factors: ``sum r * (in + out)``."""
         return sum(a.numel() + b.numel() for a, b in self._factors.values())
 
+    def is_finite(self) -> bool:
+        """Whether every factor entry is finite (no ``nan`` or ``inf``).
+
+        A member whose factors are not finite cannot be evaluated or combined; replacement
+        treats it as dead and operators refuse it as a parent.
+        """
+        return all(bool(torch.isfinite(a).all()) and bool(torch.isfinite(b).all())
+                   for a, b in self._factors.values())
+
     def delta_weight(self, name: str) -> Tensor:
         """Dense update ``scaling * B @ A`` of one module (for tests and small models only)."""
         a, b = self.factors(name)

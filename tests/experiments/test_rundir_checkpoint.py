@@ -102,8 +102,8 @@ def test_partial_checkpoint_is_ignored_and_removed(tmp_path):
 def test_corrupt_checkpoint_names_the_file(tmp_path):
     root = tmp_path / "checkpoints"
     ckpt = save_checkpoint(root, step=3, state={"a": 1}, offsets={})
-    (ckpt.path / "state.pt").write_bytes(b"garbage")
-    with pytest.raises(CheckpointError, match="state.pt cannot be loaded"):
+    (ckpt.path / "tensors.safetensors").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="tensors.safetensors is damaged"):
         ckpt.load_state()
     (ckpt.path / "meta.json").write_text(json.dumps({"format": 99}))
     with pytest.raises(CheckpointError, match="unsupported checkpoint format"):

@@ -46,6 +46,15 @@ def _check_rng(rng: object, where: str) -> None:
         )
 
 
+def _check_finite(parent: LoRAGenome, where: str, label: str = "genome") -> None:
+    if parent.is_finite():
+        return
+    bad = [n for n, (a, b) in parent.items() if not (torch.isfinite(a).all() and torch.isfinite(b).all())]
+    if bad:
+        listed = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ValueError(f"{where}: the {label} has non-finite factors (nan or inf) in {listed}")
+
+
 def _check_child(child: object, parent: LoRAGenome, where: str) -> LoRAGenome:
     if not isinstance(child, LoRAGenome):
         raise TypeError(f"{where} returned {type(child).__name__}, expected a LoRAGenome")
@@ -69,13 +78,15 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
     Raises:
         UnknownNameError: If ``name`` is not registered (the message lists the known names).
         TypeError: If ``genome`` is not a LoRAGenome or ``rng`` not a torch.Generator.
-        ValueError: If a parameter is out of range, or the operator broke the rank/alpha contract.
+        ValueError: If a parameter is out of range, the parent's factors are not finite, or the
+            operator broke the rank/alpha contract.
     """
     operator = MUTATIONS[name]
     where = f"mutation {name!r}"
     if not isinstance(genome, LoRAGenome):
         raise TypeError(f"{where}: genome must be a LoRAGenome, got {type(genome).__name__}")
     _check_rng(rng, where)
+    _check_finite(genome, where)
     return _check_child(operator(genome, rng=rng, **params), genome, where)
 
 
@@ -99,7 +110,8 @@ def crossover(
     Raises:
         UnknownNameError: If ``name`` is not registered.
         GenomeMismatchError: If the parents differ in modules, shapes or base model.
-        ValueError: If the number of weights differs from the number of parents, or a parameter is out of range.
+        ValueError: If the number of weights differs from the number of parents, a parameter is
+            out of range, or a parent's factors are not finite.
     """
     operator = CROSSOVERS[name]
     where = f"crossover {name!r}"
@@ -109,6 +121,8 @@ def crossover(
     _check_rng(rng, where)
     for other in parents[1:]:
         parents[0].check_compatible(other)
+    for index, parent in enumerate(parents):
+        _check_finite(parent, where, f"parent {index}")
     if weights is not None:
         weights = [float(w) for w in weights]
         if len(weights) != len(parents):
