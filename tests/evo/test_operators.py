@@ -69,8 +69,9 @@ def test_registries_hold_every_designed_operator_with_docstrings():
         "ties",
     }
     for registry in (MUTATIONS, CROSSOVERS):
-        for name in registry:
-            assert registry.describe(name), name
+        for name in registry:  # shipped operators (other tests register plug-ins of their own)
+            if getattr(registry[name], "__module__", "").startswith("redqueen."):
+                assert registry.describe(name), name
 
 
 @settings(max_examples=10, deadline=None)

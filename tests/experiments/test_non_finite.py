@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.evo import ReplacementConfig
 from redqueen.evo.operators import crossover, mutate
 from redqueen.genomes import LoRAGenome
 
@@ -48,7 +49,12 @@ def test_operators_refuse_non_finite_parents_naming_the_module():
 
 def _env() -> SurrogateEnv:
     return SurrogateEnv(
-        teachers=2, students=2, hidden=8, tasks_per_teacher=4, replace_every=0, seed=0
+        teachers=2,
+        students=2,
+        hidden=8,
+        tasks_per_teacher=4,
+        replacement=ReplacementConfig(replace_every=0),
+        seed=0,
     )
 
 
