@@ -38,7 +38,7 @@ def test_gold_outputs_reproduce_in_the_sandbox(executor) -> None:
 
 def test_candidate_stream_mirrors_build_corpus(executor) -> None:
     """The held-out filter regenerates pretraining's candidates; they must be build_corpus's."""
-    from redqueen.engine.tinycoder.corpus import build_corpus
+    from redqueen.tinycoder.corpus import build_corpus
 
     entries = build_corpus(6, seed=7, executors=[executor])
     candidates = set(candidate_sources(7, pretraining_candidates(6)))

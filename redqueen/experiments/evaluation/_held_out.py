@@ -10,7 +10,7 @@ level-1 and half of level-2 programs of a fresh seed also occur in seed 0's firs
 candidates), so a different seed alone is not enough: every candidate the pretraining corpus
 could have drawn is regenerated and excluded.
 
-:func:`redqueen.engine.tinycoder.corpus.build_corpus` draws candidates from one seeded stream
+:func:`redqueen.tinycoder.corpus.build_corpus` draws candidates from one seeded stream
 and stops once ``n_programs`` are valid, giving up after ``8 * n_programs + 200`` tries plus one
 batch; so the first that many candidates of the pretraining seed's stream are a superset of the
 pretraining programs, whatever the validity rate.
@@ -37,8 +37,8 @@ def candidate_sources(seed: int, n_candidates: int) -> Iterator[str]:
     Mirrors ``build_corpus``'s use of its random stream (level choice, program, then the inputs
     of each candidate), without running anything.
     """
-    from redqueen.engine.tinycoder.corpus import _distinct_inputs
-    from redqueen.engine.tinycoder.programs import MAX_LEVEL, ProgramGenerator
+    from redqueen.tinycoder.corpus import _distinct_inputs
+    from redqueen.tinycoder.programs import MAX_LEVEL, ProgramGenerator
     from redqueen.verifiers.formats import N_CODE_F_INPUTS
 
     rng = random.Random(seed)
@@ -76,7 +76,7 @@ def build_held_out(
             batch size and so the last batch drawn).
         workers: Sandbox workers for the gold outputs.
     """
-    from redqueen.engine.tinycoder.corpus import build_corpus
+    from redqueen.tinycoder.corpus import build_corpus
     from redqueen.verifiers import Executor
 
     bound = pretraining_candidates(pretrain_programs, pretrain_executors)

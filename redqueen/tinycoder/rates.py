@@ -4,7 +4,7 @@ An arms race needs room on both sides: a teacher whose proposals are never valid
 signal, and a student that already solves everything (or nothing) gives the teacher none. This
 module measures, with the environment's own sampling (temperature 1, no top-k/top-p cut), the
 share of valid proposals and the solve rate per task type on held-out corpus entries. The model
-card records the numbers; ``python -m redqueen.engine.tinycoder.rates`` re-measures a folder.
+card records the numbers; ``python -m redqueen.tinycoder.rates`` re-measures a folder.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from redqueen.engine.tinycoder.corpus import (
+from redqueen.tinycoder.corpus import (
     CorpusEntry,
     entry_task,
     load_corpus,

@@ -11,17 +11,17 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from redqueen.assets import tiny_coder_path
-from redqueen.engine.tinycoder import MAX_LEVEL, ProgramGenerator, tiny_coder_config
-from redqueen.engine.tinycoder.corpus import (
+from redqueen.tinycoder import MAX_LEVEL, ProgramGenerator, tiny_coder_config
+from redqueen.tinycoder.corpus import (
     build_corpus,
     entry_task,
     load_corpus,
     render_documents,
     save_corpus,
 )
-from redqueen.engine.tinycoder.pretrain import _lr_at, pack_documents
-from redqueen.engine.tinycoder.rates import generate_texts
-from redqueen.engine.tinycoder.tokenizer import save_tokenizer, train_tokenizer
+from redqueen.tinycoder.pretrain import _lr_at, pack_documents
+from redqueen.tinycoder.rates import generate_texts
+from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer
 from redqueen.verifiers import Executor, validate_program
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,

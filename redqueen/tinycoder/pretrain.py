@@ -1,6 +1,6 @@
 """Pretrain tiny-coder from nothing: corpus, tokenizer, model, starting rates, model card.
 
-    python -m redqueen.engine.tinycoder.pretrain --out DIR [--device cuda] [--seed 0] [--steps N]
+    python -m redqueen.tinycoder.pretrain --out DIR [--device cuda] [--seed 0] [--steps N]
 
 One seeded run (1) generates the procedural corpus with sandboxed gold outputs, (2) renders it
 in the environment's prompt formats, (3) trains a byte-level BPE tokenizer, (4) trains the small
@@ -26,16 +26,16 @@ import torch
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from transformers import LlamaForCausalLM
 
-from redqueen.engine.tinycoder.card import write_model_card
-from redqueen.engine.tinycoder.corpus import (
+from redqueen.tinycoder.card import write_model_card
+from redqueen.tinycoder.corpus import (
     build_corpus,
     load_corpus,
     render_documents,
     save_corpus,
 )
-from redqueen.engine.tinycoder.model import tiny_coder_config
-from redqueen.engine.tinycoder.rates import measure_rates
-from redqueen.engine.tinycoder.tokenizer import save_tokenizer, train_tokenizer
+from redqueen.tinycoder.model import tiny_coder_config
+from redqueen.tinycoder.rates import measure_rates
+from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer
 from redqueen.verifiers import Executor
 
 __all__ = ["main", "pack_documents", "parse_args"]
@@ -44,7 +44,7 @@ __all__ = ["main", "pack_documents", "parse_args"]
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line (see the module docstring)."""
     p = argparse.ArgumentParser(
-        prog="python -m redqueen.engine.tinycoder.pretrain", description=__doc__.splitlines()[0]
+        prog="python -m redqueen.tinycoder.pretrain", description=__doc__.splitlines()[0]
     )
     p.add_argument("--out", required=True, type=Path, help="model folder to write")
     p.add_argument("--device", default="cpu", help="cpu or cuda")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from redqueen.engine.tinycoder.programs import MAX_LEVEL, GeneratedProgram, ProgramGenerator
+from redqueen.tinycoder.programs import MAX_LEVEL, GeneratedProgram, ProgramGenerator
 from redqueen.verifiers import Executor, Triplet, make_task, validate_program
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,

@@ -6,7 +6,7 @@ comprehensions, conditionals) and statements (assignments, if/else, for and whil
 helper function). ``level`` (1 to :data:`MAX_LEVEL`) sets how much of that is used, so the
 corpus spans a range of difficulty that an arms race can climb. Programs are built so that
 they terminate quickly and stay small, but nothing here runs them: gold outputs come from the
-sandboxed executor (see :mod:`redqueen.engine.tinycoder.corpus`).
+sandboxed executor (see :mod:`redqueen.tinycoder.corpus`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from redqueen.engine.tinycoder._grammar import LETTERS, ExpressionGrammar, Scope, bare
+from redqueen.tinycoder._grammar import LETTERS, ExpressionGrammar, Scope, bare
 
 __all__ = ["MAX_LEVEL", "TYPES", "GeneratedProgram", "ProgramGenerator", "random_value"]
 

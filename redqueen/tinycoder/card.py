@@ -41,7 +41,7 @@ tags: [redqueen, tiny-coder, llama, code]
 
 A {summary["parameters"] / 1e6:.2f}M-parameter Llama-architecture causal LM (fp32, tied embeddings,
 byte-level BPE vocabulary of {summary["vocab_size"]}) that ships inside `redqueen` as the default base
-model. It was pretrained from scratch by `python -m redqueen.engine.tinycoder.pretrain` on a
+model. It was pretrained from scratch by `python -m redqueen.tinycoder.pretrain` on a
 procedurally generated corpus of small typed Python functions rendered in exactly the
 teacher/student prompt formats of `redqueen.verifiers.formats`, so that a CPU-only co-evolution
 run starts from a model that already speaks the environment's language but still has much to learn.

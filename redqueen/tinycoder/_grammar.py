@@ -1,4 +1,4 @@
-"""The typed expression grammar behind :class:`~redqueen.engine.tinycoder.ProgramGenerator`.
+"""The typed expression grammar behind :class:`~redqueen.tinycoder.ProgramGenerator`.
 
 Expressions of each value type (int, str, list of int, dict of str -> int, and bool for
 conditions) are built from variables in scope, small constants and typed operations; a
