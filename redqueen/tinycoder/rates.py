@@ -3,8 +3,10 @@
 An arms race needs room on both sides: a teacher whose proposals are never valid gets no
 signal, and a student that already solves everything (or nothing) gives the teacher none. This
 module measures, with the environment's own sampling (temperature 1, no top-k/top-p cut), the
-share of valid proposals and the solve rate per task type on held-out corpus entries. The model
-card records the numbers; ``python -m redqueen.tinycoder.rates`` re-measures a folder.
+share of valid proposals, the solve rate at T=1, pass@k and the solve rate per generator level
+per task type on held-out corpus entries. The model card records the numbers;
+``python -m redqueen.tinycoder.rates --model DIR`` re-measures a folder on its ``heldout.jsonl``
+and ``ood.jsonl``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from redqueen.tinycoder.corpus import (
     load_corpus,
     reference_triplets,
 )
-from redqueen.verifiers import AnswerStatus, Executor, check_answer, validate_program
+from redqueen.verifiers import AnswerStatus, Executor, check_answers, validate_programs
 from redqueen.verifiers.formats import (
     TASK_TYPES,
     parse_proposal,
@@ -42,11 +44,16 @@ class StartingRates:
     Args:
         valid_share: Teacher proposals that parse and pass ``validate_program``.
         parsed_share: Teacher proposals that parse at all.
-        solve_rate: Student answers judged correct (sampled at ``temperature``).
+        solve_rate: Student answers judged correct, sampled at ``temperature`` (mean over all
+            ``samples`` answers of every task).
+        pass_at_k: Tasks with at least one correct answer among ``samples`` (pass@k, k =
+            ``samples``).
         answer_parsed_share: Student answers that parse at all.
         greedy_solve_rate: Student answers judged correct with greedy decoding.
+        solve_rate_by_level: Per task type, the sampled solve rate per generator level.
         n_proposals: Proposals sampled per task type.
         n_tasks: Tasks answered per task type.
+        samples: Sampled answers per task.
         temperature: Sampling temperature used for the sampled rates.
         references: Reference triplets in each teacher prompt.
     """
@@ -54,10 +61,13 @@ class StartingRates:
     valid_share: dict[str, float]
     parsed_share: dict[str, float]
     solve_rate: dict[str, float]
+    pass_at_k: dict[str, float]
     answer_parsed_share: dict[str, float]
     greedy_solve_rate: dict[str, float]
+    solve_rate_by_level: dict[str, dict[int, float]]
     n_proposals: int
     n_tasks: int
+    samples: int
     temperature: float
     references: int
 
@@ -112,80 +122,97 @@ def measure_rates(
     *,
     executor: Executor,
     n: int = 64,
+    samples: int = 8,
     references: int = 2,
     temperature: float = 1.0,
     seed: int = 0,
     max_new_tokens: int = 320,
 ) -> StartingRates:
-    """Measure valid-proposal shares and solve rates per task type on ``entries``.
+    """Measure valid-proposal shares, solve rates and pass@k per task type on ``entries``.
 
     Args:
         model: A causal LM (eval mode is set here).
         tokenizer: Its tokenizer.
-        entries: Held-out corpus entries (references and tasks come from here).
+        entries: Corpus entries (references and tasks come from here).
         executor: Sandbox for validation and answer checking.
         n: Proposals and tasks per task type.
+        samples: Sampled answers per task (pass@k uses k = ``samples``).
         references: Reference triplets per teacher prompt.
         temperature: Sampling temperature (the environment samples at 1).
         seed: Seed for references, task choice and sampling.
         max_new_tokens: Generation budget per completion.
 
     Raises:
-        ValueError: If there are fewer entries than ``references + 1``.
+        ValueError: If there are fewer entries than ``references + 1``, or ``samples < 1``.
     """
     if len(entries) <= references:
         raise ValueError(f"measure_rates: need more than {references} entries, got {len(entries)}")
+    if samples < 1:
+        raise ValueError(f"measure_rates: samples must be >= 1, got {samples}")
     model.eval()
     rng = random.Random(seed)
-    valid, parsed, solved, answered, greedy = {}, {}, {}, {}, {}
+    figures: dict[str, dict] = {
+        key: {}
+        for key in (
+            "valid_share",
+            "parsed_share",
+            "solve_rate",
+            "pass_at_k",
+            "answer_parsed_share",
+            "greedy_solve_rate",
+            "solve_rate_by_level",
+        )
+    }
+
+    def complete(prompts: list[str], temp: float, offset: int) -> list[str]:
+        return generate_texts(
+            model,
+            tokenizer,
+            prompts,
+            max_new_tokens=max_new_tokens,
+            temperature=temp,
+            seed=seed + offset,
+        )
+
     for offset, task_type in enumerate(TASK_TYPES):
         prompts = [
             propose_prompt(task_type, reference_triplets(entries, rng, references))
             for _ in range(n)
         ]
-        texts = generate_texts(
-            model,
-            tokenizer,
-            prompts,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            seed=seed + offset,
-        )
-        proposals = [parse_proposal(task_type, text) for text in texts]
-        ok = [
-            p is not None and validate_program(p.program, list(p.inputs), executor).ok
-            for p in proposals
-        ]
-        parsed[task_type] = sum(p is not None for p in proposals) / n
-        valid[task_type] = sum(ok) / n
+        proposals = [parse_proposal(task_type, t) for t in complete(prompts, temperature, offset)]
+        parsed = [(p.program, list(p.inputs)) for p in proposals if p is not None]
+        verdicts = validate_programs(parsed, executor) if parsed else []
+        figures["parsed_share"][task_type] = len(parsed) / n
+        figures["valid_share"][task_type] = sum(v.ok for v in verdicts) / n
 
-        tasks = [
-            entry_task(entries[i], task_type, rng.randrange(len(entries[i].inputs)))
-            for i in (rng.randrange(len(entries)) for _ in range(n))
-        ]
+        picked = [entries[rng.randrange(len(entries))] for _ in range(n)]
+        tasks = [entry_task(e, task_type, rng.randrange(len(e.inputs))) for e in picked]
         prompts = [solve_prompt(task) for task in tasks]
-        for temp, store in ((temperature, solved), (0.0, greedy)):
-            texts = generate_texts(
-                model,
-                tokenizer,
-                prompts,
-                max_new_tokens=max_new_tokens,
-                temperature=temp,
-                seed=seed + 10 + offset,
-            )
-            answers = [parse_solution(task_type, text) for text in texts]
-            statuses = [check_answer(t, a, executor) for t, a in zip(tasks, answers, strict=True)]
-            store[task_type] = sum(s == AnswerStatus.CORRECT for s in statuses) / n
-            if temp == temperature:
-                answered[task_type] = sum(a is not None for a in answers) / n
+        # (task, sample) pairs, task-major: sample s of task t is row t * samples + s.
+        sampled = complete([p for p in prompts for _ in range(samples)], temperature, 10 + offset)
+        answers = [parse_solution(task_type, text) for text in sampled]
+        items = [(tasks[row // samples], a) for row, a in enumerate(answers)]
+        correct = [s == AnswerStatus.CORRECT for s in check_answers(items, executor)]
+        figures["solve_rate"][task_type] = sum(correct) / len(correct)
+        figures["answer_parsed_share"][task_type] = sum(a is not None for a in answers) / len(answers)
+        per_task = [any(correct[t * samples : (t + 1) * samples]) for t in range(n)]
+        figures["pass_at_k"][task_type] = sum(per_task) / n
+        by_level: dict[int, list[bool]] = {}
+        for row, ok in enumerate(correct):
+            by_level.setdefault(picked[row // samples].level, []).append(ok)
+        figures["solve_rate_by_level"][task_type] = {
+            level: sum(oks) / len(oks) for level, oks in sorted(by_level.items())
+        }
+        greedy = [parse_solution(task_type, t) for t in complete(prompts, 0.0, 20 + offset)]
+        statuses = check_answers(list(zip(tasks, greedy, strict=True)), executor)
+        figures["greedy_solve_rate"][task_type] = (
+            sum(s == AnswerStatus.CORRECT for s in statuses) / n
+        )
     return StartingRates(
-        valid_share=valid,
-        parsed_share=parsed,
-        solve_rate=solved,
-        answer_parsed_share=answered,
-        greedy_solve_rate=greedy,
+        **figures,
         n_proposals=n,
         n_tasks=n,
+        samples=samples,
         temperature=temperature,
         references=references,
     )
