@@ -30,30 +30,28 @@ class _Renamer(ast.NodeTransformer):
             if name != ENTRY and name not in self.names:
                 self.names[name] = f"h{len(self.names)}"
 
-    def _rename(self, name: str) -> str:
+    def _bind(self, name: str) -> str:
         if name == ENTRY:
             return name
         if name not in self.names:
-            if name in _BUILTINS:
-                return name
             self.names[name] = f"v{len(self.names)}"
         return self.names[name]
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        node.name = self._rename(node.name)
+        node.name = self._bind(node.name)
         self.generic_visit(node)
         return node
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
-        node.arg = self._rename(node.arg)
+        node.arg = self._bind(node.arg)
         node.annotation = None
         return node
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
-        # A builtin read before anything shadows it stays a builtin; a bound name is renamed.
+        # A builtin read before anything binds its name stays a builtin; bound names are renamed.
         if isinstance(node.ctx, ast.Load) and node.id not in self.names and node.id in _BUILTINS:
             return node
-        node.id = self._rename(node.id)
+        node.id = self._bind(node.id)
         return node
 
 

@@ -121,6 +121,11 @@ def write_model_card(folder: str | Path, summary: dict, *, notes: str = "") -> P
         f"| {c.name} | {c.measured} | {c.target} | {'met' if c.met else 'NOT met'} |"
         for c in check_targets(summary)
     )
+    ood = (
+        f"## Rates, out of distribution (level {summary['ood_level']})\n\n{_rates_table(rates['ood'])}"
+        if "ood" in rates
+        else ""
+    )
     text = f"""---
 library_name: transformers
 tags: [redqueen, tiny-coder, llama, code]
@@ -182,9 +187,7 @@ the proposal parses and passes `validate_program`; "solved" means `check_answer`
 
 {_rates_table(rates["heldout"])}
 
-## Rates, out of distribution (level {summary["ood_level"]})
-
-{_rates_table(rates["ood"])}
+{ood}
 
 {notes}
 """

@@ -16,6 +16,7 @@ import json
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -218,31 +219,55 @@ def measure_rates(
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Command line: measure a model folder's starting rates on a corpus file, print JSON."""
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Command line: measure a model folder's rates on its held-out and OOD splits, print JSON.
+
+    With ``--write`` the figures replace the ``rates`` of the folder's ``training.json`` and the
+    model card is rewritten, so the card's figures are re-measurable by this one command.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="model folder")
-    parser.add_argument(
-        "--corpus", default=None, help="corpus JSON lines (default: the model's heldout.jsonl)"
+    from redqueen.tinycoder.card import write_model_card
+
+    parser = argparse.ArgumentParser(
+        prog="python -m redqueen.tinycoder.rates", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--n", type=int, default=64)
+    parser.add_argument("--model", required=True, type=Path, help="model folder")
+    parser.add_argument("--n", type=int, default=128, help="proposals and tasks per task type")
+    parser.add_argument("--samples", type=int, default=8, help="sampled answers per task (pass@k)")
+    parser.add_argument("--max-new-tokens", type=int, default=320)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (all cores)")
+    parser.add_argument("--write", action="store_true", help="update training.json and README.md")
     args = parser.parse_args(argv)
     model = AutoModelForCausalLM.from_pretrained(args.model).to(args.device)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    with Executor() as executor:
-        rates = measure_rates(
-            model,
-            tokenizer,
-            load_corpus(args.corpus or f"{args.model}/heldout.jsonl"),
-            executor=executor,
-            n=args.n,
-            seed=args.seed,
-        )
-    print(json.dumps(rates.to_dict(), indent=2))
+    splits = [s for s in ("heldout", "ood") if (args.model / f"{s}.jsonl").is_file()]
+    if not splits:
+        parser.error(f"{args.model} has neither heldout.jsonl nor ood.jsonl")
+    with Executor(workers=args.workers) as executor:
+        rates = {
+            split: measure_rates(
+                model,
+                tokenizer,
+                load_corpus(args.model / f"{split}.jsonl"),
+                executor=executor,
+                n=args.n,
+                samples=args.samples,
+                seed=args.seed,
+                max_new_tokens=args.max_new_tokens,
+            ).to_dict()
+            for split in splits
+        }
+    print(json.dumps(rates, indent=2))
+    if args.write:
+        path = args.model / "training.json"
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary["rates"] = rates
+        path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        write_model_card(args.model, summary)
+    return rates
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import typer
 from redqueen._registry import UnknownNameError
 from redqueen.experiments.evaluation._compare import comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
+from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
 from redqueen.experiments.evaluation._suite import SUITES
 from redqueen.experiments.rundir import RunDirectoryError
 
@@ -25,6 +26,14 @@ def _fail(message: str) -> typer.Exit:
 def eval_command(
     run_dir: Path = typer.Argument(..., help="Run directory (holds config.yaml and population/)."),
     benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark suite name."),
+    problems: Path | None = typer.Option(
+        None,
+        "--problems",
+        help=(
+            "Your own code_o / code_i problems, JSON lines with program and input (output "
+            "optional: computed in the sandbox); used instead of --benchmark."
+        ),
+    ),
     baseline: list[Path] | None = typer.Option(
         None,
         "--baseline",
@@ -46,16 +55,19 @@ def eval_command(
     """Greedy pass@1 of every living member, the base model and baselines; writes eval_<benchmark>.json/.md."""
     if not run_dir.is_dir():
         raise _fail(f"run directory {run_dir} does not exist")
-    if benchmark not in SUITES:
+    if problems is None and benchmark not in SUITES:
         raise _fail(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(SUITES))})")
+    if problems is not None and not problems.is_file():
+        raise _fail(f"problems file {problems} does not exist")
     baselines = list(baseline or [])
     for path in baselines:
         if not path.exists():
             raise _fail(f"baseline {path} does not exist")
     try:
+        suite = benchmark if problems is None else _problem_suite(problems, workers)
         report = evaluate_run(
             run_dir,
-            benchmark,
+            suite,
             baselines=baselines,
             limit=limit,
             device=device,
@@ -69,4 +81,13 @@ def eval_command(
     print(report.to_markdown())
     if report.baselines:
         print(comparison_table([split_baselines(report)]))
-    print(f"wrote {run_dir / f'eval_{benchmark}.json'} and {run_dir / f'eval_{benchmark}.md'}")
+    name = report.suite
+    print(f"wrote {run_dir / f'eval_{name}.json'} and {run_dir / f'eval_{name}.md'}")
+
+
+def _problem_suite(path: Path, workers: int | None) -> ProblemFileSuite:
+    """The suite of a problem file, its missing outputs computed in a sandbox."""
+    from redqueen.verifiers import Executor
+
+    with Executor(workers=workers) as executor:
+        return ProblemFileSuite.from_file(path, executor)
