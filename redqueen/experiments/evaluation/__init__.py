@@ -9,8 +9,8 @@ Offers:
     checked in the sandboxed executor;
   - ``code_output`` (:class:`CodeOutputSuite`): held-out procedural output-prediction tasks in
     the environment's own prompt format, on which the shipped ``tiny-coder`` scores; a frozen
-    set that ``python -m redqueen.experiments.evaluation._held_out`` rebuilds, excluding every
-    program tiny-coder's pretraining corpus could contain.
+    set that ``python -m redqueen.experiments.evaluation._held_out`` rebuilds from a base model's
+    training corpus, excluding every canonical form (names and formatting normalised) in it.
 
 - :class:`ProblemFileSuite` and :func:`read_problem_file`: a researcher's own code_o / code_i
   problems from a JSON-lines file (outputs computed in the sandbox when absent);
