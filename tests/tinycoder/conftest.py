@@ -10,9 +10,9 @@ from redqueen.verifiers import Executor
 
 @pytest.fixture(scope="session")
 def small_splits(tmp_path_factory) -> tuple[CorpusSplits, object]:
-    """(splits, folder): 160 training, 60 held-out and 16 OOD programs, saved to ``folder``."""
+    """(splits, folder): 120 training, 60 held-out and 12 OOD programs, saved to ``folder``."""
     with Executor(workers=2) as executor:
-        splits = build_splits(n_train=160, n_heldout=60, n_ood=16, seed=11, executor=executor)
+        splits = build_splits(n_train=120, n_heldout=60, n_ood=12, seed=11, executor=executor)
     folder = tmp_path_factory.mktemp("splits")
     splits.save(folder)
     return splits, folder

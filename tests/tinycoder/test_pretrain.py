@@ -44,7 +44,7 @@ def test_short_cpu_run_writes_a_loadable_float32_model(trained) -> None:
 def test_summary_and_card_carry_every_figure(trained) -> None:
     out, summary = trained
     assert json.loads((out / "training.json").read_text()) == json.loads(json.dumps(summary))
-    assert summary["programs"] == {"train": 160, "heldout": 60, "ood": 16}
+    assert summary["programs"] == {"train": 120, "heldout": 60, "ood": 12}
     assert summary["steps"] == 12 and summary["epochs"] == 2
     loss = summary["loss"]
     assert summary["loss_gap"] == pytest.approx(loss["heldout"] - loss["train"], abs=1e-3)

@@ -12,7 +12,7 @@ from redqueen.tinycoder.splits import load_splits, main, shared_forms
 
 def test_split_sizes_and_levels(small_splits) -> None:
     splits, _ = small_splits
-    assert (len(splits.train), len(splits.heldout), len(splits.ood)) == (160, 60, 16)
+    assert (len(splits.train), len(splits.heldout), len(splits.ood)) == (120, 60, 12)
     assert {e.level for e in splits.train} <= set(TRAIN_LEVELS)
     assert len({e.level for e in splits.train}) >= len(TRAIN_LEVELS) - 1
     assert {e.level for e in splits.heldout} <= set(TRAIN_LEVELS)
