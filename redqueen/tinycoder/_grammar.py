@@ -129,7 +129,9 @@ class ExpressionGrammar:
             lambda: f"({e('int', d, scope)} {rng.choice('+-*')} {e('int', d, scope)})",
             lambda: f"({e('int', d, scope)} {rng.choice(['//', '%'])} {n(2, 5)})",
             lambda: f"abs({bare(e('int', d, scope))})",
-            lambda: f"{rng.choice(['max', 'min'])}({bare(e('int', d, scope))}, {bare(e('int', d, scope))})",
+            lambda: (
+                f"{rng.choice(['max', 'min'])}({bare(e('int', d, scope))}, {bare(e('int', d, scope))})"
+            ),
             lambda: f"len({e(rng.choice(['str', 'list', 'dict']), d, scope)})",
             lambda: f"sum({e('list', d, scope)})",
             lambda: f"{rng.choice(['max', 'min'])}({e('list', d, scope)}, default={n(0, 3)})",
@@ -137,7 +139,9 @@ class ExpressionGrammar:
             lambda: f"{e('str', d, scope)}.find({self._char()})",
             lambda: f"{e('dict', d, scope)}.get({self._char()}, {n(0, 3)})",
             lambda: f"sum({e('dict', d, scope)}.values())",
-            lambda: f"({e('int', d, scope)} if {bare(e('bool', d, scope))} else {e('int', d, scope)})",
+            lambda: (
+                f"({e('int', d, scope)} if {bare(e('bool', d, scope))} else {e('int', d, scope)})"
+            ),
             lambda: f"len(set({e(rng.choice(['str', 'list']), d, scope)}))",
             lambda: f"{e('list', d, scope)}.count({bare(e('int', d, scope))})",
             lambda: f"sum(1 for ch in {e('str', d, scope)} if ch in {self._chars()})",
@@ -162,23 +166,35 @@ class ExpressionGrammar:
         n = rng.randint
         options = [
             lambda: f"({e('str', d, scope)} + {e('str', d, scope)})",
-            lambda: f"{e('str', d, scope)}[{rng.choice(['::-1', '1:', ':2', '::2', '-2:', '1:3'])}]",
-            lambda: f"{e('str', d, scope)}.{rng.choice(['upper', 'lower', 'strip', 'title', 'swapcase', 'capitalize'])}()",
+            lambda: (
+                f"{e('str', d, scope)}[{rng.choice(['::-1', '1:', ':2', '::2', '-2:', '1:3'])}]"
+            ),
+            lambda: (
+                f"{e('str', d, scope)}.{rng.choice(['upper', 'lower', 'strip', 'title', 'swapcase', 'capitalize'])}()"
+            ),
             lambda: f"{e('str', d, scope)}.replace({self._char()}, {self._char()})",
             lambda: f"''.join(sorted({e('str', d, scope)}))",
             lambda: f"({self._atom('str', scope)} * {n(2, 3)})",
             lambda: f"str({bare(e('int', d, scope))})",
-            lambda: f"{repr(rng.choice(['-', ',', '']))}.join(str(i) for i in {e('list', d, scope)})",
+            lambda: (
+                f"{repr(rng.choice(['-', ',', '']))}.join(str(i) for i in {e('list', d, scope)})"
+            ),
             lambda: f"''.join({e('dict', d, scope)})",
-            lambda: f"({e('str', d, scope)} if {bare(e('bool', d, scope))} else {e('str', d, scope)})",
+            lambda: (
+                f"({e('str', d, scope)} if {bare(e('bool', d, scope))} else {e('str', d, scope)})"
+            ),
             lambda: f"chr(97 + {e('int', d, scope)} % 26)",
-            lambda: f"{e('str', d, scope)}.{rng.choice(['zfill', 'rjust', 'ljust', 'center'])}({n(3, 7)})",
+            lambda: (
+                f"{e('str', d, scope)}.{rng.choice(['zfill', 'rjust', 'ljust', 'center'])}({n(3, 7)})"
+            ),
             lambda: f"{e('str', d, scope)}.{rng.choice(['lstrip', 'rstrip'])}({self._chars()})",
             lambda: f"''.join(sorted(set({e('str', d, scope)})))",
             lambda: f"''.join(ch for ch in {e('str', d, scope)} if ch not in {self._chars()})",
             lambda: f"''.join(ch * 2 for ch in {e('str', d, scope)})",
             lambda: f"bin(abs({bare(e('int', d, scope))}))[2:]",
-            lambda: f"{repr(rng.choice(['-', ' ']))}.join(reversed({e('str', d, scope)}.split({self._char()})))",
+            lambda: (
+                f"{repr(rng.choice(['-', ' ']))}.join(reversed({e('str', d, scope)}.split({self._char()})))"
+            ),
             lambda: f"max({e('dict', d, scope)}, key=len, default='')",
             lambda: self._atom("str", scope),
         ]
@@ -230,7 +246,9 @@ class ExpressionGrammar:
             lambda: f"[len(w) for w in {e('str', d, scope)}.split({self._char()})]",
             lambda: f"list(reversed({e('list', d, scope)}))",
             lambda: f"sorted(set({e('list', d, scope)}))",
-            lambda: f"sorted({e('list', d, scope)}, key={rng.choice(['abs', 'lambda v: (v % 3, v)', 'lambda v: -v'])})",
+            lambda: (
+                f"sorted({e('list', d, scope)}, key={rng.choice(['abs', 'lambda v: (v % 3, v)', 'lambda v: -v'])})"
+            ),
             lambda: f"list(map(abs, {e('list', d, scope)}))",
             lambda: f"[max(v, {n(0, 4)}) for v in {e('list', d, scope)}]",
             lambda: f"[int(c) for c in str(abs({bare(e('int', d, scope))}))]",
@@ -261,11 +279,15 @@ class ExpressionGrammar:
             counts,
             mapped,
             lambda: f"dict(zip({e('str', d, scope)}, {e('list', d, scope)}))",
-            lambda: f"{{key: val for key, val in {e('dict', d, scope)}.items() if val {rng.choice(['>', '<', '!='])} {n(0, 5)}}}",
+            lambda: (
+                f"{{key: val for key, val in {e('dict', d, scope)}.items() if val {rng.choice(['>', '<', '!='])} {n(0, 5)}}}"
+            ),
             lambda: f"dict(sorted({e('dict', d, scope)}.items()))",
             lambda: f"{{ch: i for i, ch in enumerate({e('str', d, scope)})}}",
             lambda: f"{{**{e('dict', d, scope)}, {self._char()}: {bare(e('int', d, scope))}}}",
-            lambda: f"{{key: val for key, val in {e('dict', d, scope)}.items() if key in {e('str', d, scope)}}}",
+            lambda: (
+                f"{{key: val for key, val in {e('dict', d, scope)}.items() if key in {e('str', d, scope)}}}"
+            ),
             lambda: self._atom("dict", scope),
         ]
         return self._pick(options, scope, "dict", d)
@@ -273,14 +295,20 @@ class ExpressionGrammar:
     def _expr_bool(self, d: int, scope: Scope) -> str:
         rng, e = self.rng, self._expr
         options = [
-            lambda: f"{e('int', d, scope)} {rng.choice(['<', '>', '==', '!=', '<=', '>='])} {e('int', d, scope)}",
+            lambda: (
+                f"{e('int', d, scope)} {rng.choice(['<', '>', '==', '!=', '<=', '>='])} {e('int', d, scope)}"
+            ),
             lambda: f"{e('int', d, scope)} % 2 == {rng.randint(0, 1)}",
             lambda: f"{e('int', d, scope)} in {e('list', d, scope)}",
             lambda: f"{self._char()} in {e('str', d, scope)}",
             lambda: f"{self._char()} in {e('dict', d, scope)}",
-            lambda: f"{e('str', d, scope)}.{rng.choice(['startswith', 'endswith'])}({self._char()})",
+            lambda: (
+                f"{e('str', d, scope)}.{rng.choice(['startswith', 'endswith'])}({self._char()})"
+            ),
             lambda: f"len({e(rng.choice(['str', 'list']), d, scope)}) > {rng.randint(0, 4)}",
-            lambda: f"{rng.choice(['any', 'all'])}(v {rng.choice(['>', '<', '!='])} {rng.randint(0, 5)} for v in {e('list', d, scope)})",
+            lambda: (
+                f"{rng.choice(['any', 'all'])}(v {rng.choice(['>', '<', '!='])} {rng.randint(0, 5)} for v in {e('list', d, scope)})"
+            ),
             lambda: f"{e('str', d, scope)}.isalpha()",
             lambda: f"{self._atom('str', scope)} == {self._atom('str', scope)}[::-1]",
             lambda: f"{e('int', d, scope)} in {e('dict', d, scope)}.values()",

@@ -67,7 +67,9 @@ def check_targets(summary: dict) -> list[TargetCheck]:
             )
         )
     gap = summary["loss_gap"]
-    checks.append(TargetCheck("held-out minus training loss", f"{gap:.3f} nats", "< 0.3", gap < 0.3))
+    checks.append(
+        TargetCheck("held-out minus training loss", f"{gap:.3f} nats", "< 0.3", gap < 0.3)
+    )
     size = summary["weights_bytes"]
     checks.append(
         TargetCheck("weights file", f"{size / 1e6:.1f} MB", "<= 30 MB", size <= MAX_WEIGHTS_BYTES)

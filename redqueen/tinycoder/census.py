@@ -30,7 +30,7 @@ from redqueen.verifiers.formats import N_CODE_F_INPUTS
 __all__ = ["LevelCensus", "count_distinct", "execute_sample", "main"]
 
 # Appended to a program in the sandbox: calls f under a line tracer and returns the count.
-_STEP_COUNTER = '''
+_STEP_COUNTER = """
 
 
 def _census_steps(*args):
@@ -48,7 +48,7 @@ def _census_steps(*args):
     finally:
         sys.settrace(None)
     return count[0]
-'''
+"""
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,9 @@ class LevelCensus:
     mean_steps: float | None = None
 
 
-def count_distinct(n: int, *, seed: int = 0, levels: Sequence[int] | None = None) -> list[LevelCensus]:
+def count_distinct(
+    n: int, *, seed: int = 0, levels: Sequence[int] | None = None
+) -> list[LevelCensus]:
     """Draw ``n`` candidates of the corpus stream and count distinct canonical forms per level.
 
     Args:
@@ -115,13 +117,17 @@ def execute_sample(level: int, k: int, executor: Executor, *, seed: int = 0) -> 
     generator = ProgramGenerator(rng=random.Random(rng.getrandbits(64)))
     programs = [generator.program(level) for _ in range(k)]
     inputs = [[p.random_input(rng) for _ in range(N_CODE_F_INPUTS)] for p in programs]
-    verdicts = validate_programs([(p.source, i) for p, i in zip(programs, inputs, strict=True)], executor)
+    verdicts = validate_programs(
+        [(p.source, i) for p, i in zip(programs, inputs, strict=True)], executor
+    )
     kept = [
         (p, i[0])
         for p, i, v in zip(programs, inputs, verdicts, strict=True)
         if v.ok and len(set(v.outputs)) > 1
     ]
-    results = executor.execute_many([(p.source + _STEP_COUNTER, f"_census_steps({i})") for p, i in kept])
+    results = executor.execute_many(
+        [(p.source + _STEP_COUNTER, f"_census_steps({i})") for p, i in kept]
+    )
     steps = [int(r.value) for r in results if r.ok]
     return len(kept) / max(k, 1), sum(steps) / max(len(steps), 1)
 

@@ -82,7 +82,9 @@ def _distinct_inputs(program: GeneratedProgram, rng: random.Random, n: int) -> t
     return tuple(seen)
 
 
-def candidates(seed: int, levels: Sequence[int]) -> Iterator[tuple[GeneratedProgram, tuple[str, ...]]]:
+def candidates(
+    seed: int, levels: Sequence[int]
+) -> Iterator[tuple[GeneratedProgram, tuple[str, ...]]]:
     """The endless seeded stream of ``(program, inputs)`` candidates that :func:`build_corpus` reads.
 
     Each candidate draws its level uniformly from ``levels``, then the program, then

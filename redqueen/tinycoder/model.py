@@ -94,7 +94,9 @@ def tiny_coder_config(
     )
 
 
-def save_model(model: torch.nn.Module, folder: str | Path, *, storage_dtype: str = "bfloat16") -> Path:
+def save_model(
+    model: torch.nn.Module, folder: str | Path, *, storage_dtype: str = "bfloat16"
+) -> Path:
     """Save ``model`` as safetensors in ``storage_dtype``, marked to load as float32.
 
     Half-precision storage halves the package size; ``config.json`` records ``float32``, so

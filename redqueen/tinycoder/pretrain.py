@@ -45,19 +45,20 @@ __all__ = ["PROFILES", "main", "pack_documents", "parse_args", "progress_bar"]
 #: suite runs); ``full`` is the GPU run the shipped models are meant to come from.
 PROFILES: dict[str, dict] = {
     "ci": {
-        "train": 240,
-        "heldout": 48,
-        "ood": 32,
+        "train": 120,
+        "heldout": 60,
+        "ood": 12,
         "size": "micro",
         "device": "cpu",
         "epochs": 2,
+        "max_steps": 40,
         "batch_size": 8,
-        "seq_len": 256,
+        "seq_len": 128,
         "lr": 3e-3,
-        "vocab_size": 400,
-        "eval_n": 4,
+        "vocab_size": 320,
+        "eval_n": 2,
         "samples": 2,
-        "max_new_tokens": 48,
+        "max_new_tokens": 16,
         "loss_batches": 2,
     },
     "full": {
@@ -73,6 +74,7 @@ PROFILES: dict[str, dict] = {
         "vocab_size": 2048,
         "eval_n": 128,
         "samples": 8,
+        "max_steps": None,
         "max_new_tokens": 320,
         "loss_batches": 32,
     },
@@ -86,7 +88,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m redqueen.tinycoder.pretrain", description=__doc__.splitlines()[0]
     )
     p.add_argument("--out", required=True, type=Path, help="model folder to write")
-    p.add_argument("--profile", choices=sorted(PROFILES), default="ci", help="defaults to start from")
+    p.add_argument(
+        "--profile", choices=sorted(PROFILES), default="ci", help="defaults to start from"
+    )
     p.add_argument("--corpus", type=Path, help="reuse splits saved by redqueen.tinycoder.splits")
     p.add_argument("--train", type=int, help="training programs")
     p.add_argument("--heldout", type=int, help="in-distribution held-out programs")
@@ -228,7 +232,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
         return sequences(pack_documents(docs, tokenizer), args.seq_len)
 
     train_seconds, steps_run, losses = _train(model, epoch_sequences, len(first), args)
-    losses_by_split = {name: round(_mean_loss(model, seqs, args), 4) for name, seqs in loss_sets.items()}
+    losses_by_split = {
+        name: round(_mean_loss(model, seqs, args), 4) for name, seqs in loss_sets.items()
+    }
     summary.update(
         epochs=args.epochs,
         steps=steps_run,
@@ -314,7 +320,9 @@ def _train(model: LlamaForCausalLM, epoch_sequences, per_epoch: int, args: argpa
                 fraction = elapsed / budget if budget else 0.0
                 for group in optimizer.param_groups:
                     group["lr"] = _lr_at(step, total, args.lr, fraction)
-                batch = seqs[order[start : start + args.batch_size]].long().to(device)  # (batch, seq)
+                batch = (
+                    seqs[order[start : start + args.batch_size]].long().to(device)
+                )  # (batch, seq)
                 with autocast:
                     loss = model(input_ids=batch, labels=batch).loss
                 optimizer.zero_grad(set_to_none=True)
@@ -323,7 +331,9 @@ def _train(model: LlamaForCausalLM, epoch_sequences, per_epoch: int, args: argpa
                 optimizer.step()
                 if step % 10 == 0:
                     losses.append(loss.item())
-                    bar.update(task, completed=step + 1, info=f"epoch {epoch + 1} loss {losses[-1]:.3f}")
+                    bar.update(
+                        task, completed=step + 1, info=f"epoch {epoch + 1} loss {losses[-1]:.3f}"
+                    )
                 step += 1
         bar.update(task, completed=step)
     model.eval()
@@ -340,7 +350,9 @@ def _mean_loss(model: LlamaForCausalLM, seqs: torch.Tensor, args: argparse.Names
         batch = seqs[b * args.batch_size : (b + 1) * args.batch_size]
         if len(batch) == 0:
             break
-        total += model(input_ids=batch.long().to(device), labels=batch.long().to(device)).loss.item()
+        total += model(
+            input_ids=batch.long().to(device), labels=batch.long().to(device)
+        ).loss.item()
         count += 1
     return total / max(count, 1)
 

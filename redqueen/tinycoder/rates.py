@@ -195,7 +195,9 @@ def measure_rates(
         items = [(tasks[row // samples], a) for row, a in enumerate(answers)]
         correct = [s == AnswerStatus.CORRECT for s in check_answers(items, executor)]
         figures["solve_rate"][task_type] = sum(correct) / len(correct)
-        figures["answer_parsed_share"][task_type] = sum(a is not None for a in answers) / len(answers)
+        figures["answer_parsed_share"][task_type] = sum(a is not None for a in answers) / len(
+            answers
+        )
         per_task = [any(correct[t * samples : (t + 1) * samples]) for t in range(n)]
         figures["pass_at_k"][task_type] = sum(per_task) / n
         by_level: dict[int, list[bool]] = {}

@@ -115,7 +115,9 @@ def build_with_progress(
 
     totals = {"train": n_train + n_heldout, "ood": n_ood}
     with Executor(workers=workers or os.cpu_count() or 1) as executor, progress_bar() as bar:
-        tasks = {name: bar.add_task(f"corpus {name}", total=t, info="") for name, t in totals.items()}
+        tasks = {
+            name: bar.add_task(f"corpus {name}", total=t, info="") for name, t in totals.items()
+        }
         return build_splits(
             n_train=n_train,
             n_heldout=n_heldout,

@@ -12,7 +12,6 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from redqueen.assets import tiny_coder_path
 from redqueen.tinycoder import MAX_LEVEL, ProgramGenerator
-from redqueen.tinycoder.model import tiny_coder_config
 from redqueen.tinycoder.corpus import (
     build_corpus,
     entry_task,
@@ -20,6 +19,7 @@ from redqueen.tinycoder.corpus import (
     render_documents,
     save_corpus,
 )
+from redqueen.tinycoder.model import tiny_coder_config
 from redqueen.tinycoder.pretrain import pack_documents
 from redqueen.tinycoder.rates import generate_texts
 from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer

@@ -12,11 +12,7 @@ from redqueen.tinycoder.card import check_targets
 from redqueen.tinycoder.pretrain import PROFILES, _lr_at, parse_args, sequences
 from redqueen.tinycoder.pretrain import main as pretrain
 
-SHORT = [
-    "--profile", "ci", "--epochs", "2", "--max-steps", "12", "--seq-len", "128",
-    "--eval-n", "2", "--samples", "2", "--max-new-tokens", "16", "--workers", "2",
-    "--vocab-size", "320",
-]  # fmt: skip
+SHORT = ["--profile", "ci", "--max-steps", "12", "--workers", "2"]
 
 
 @pytest.fixture(scope="module")

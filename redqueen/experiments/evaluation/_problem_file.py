@@ -51,7 +51,9 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
             raise ValueError(f"{where}: expected an object with program and input")
         unknown = sorted(set(row) - _KEYS)
         if unknown:
-            raise ValueError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+            raise ValueError(
+                f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
+            )
         for key in ("program", "input"):
             if not isinstance(row.get(key), str):
                 raise ValueError(f"{where}: field {key!r} must be a string")
@@ -151,7 +153,9 @@ class ProblemFileSuite:
         from redqueen.verifiers.formats import parse_solution
 
         if len(problems) != len(completions):
-            raise ValueError(f"{self.name}: {len(problems)} problems but {len(completions)} completions")
+            raise ValueError(
+                f"{self.name}: {len(problems)} problems but {len(completions)} completions"
+            )
         items = [
             (self._task(p.data), parse_solution(p.data["task"], text))
             for p, text in zip(problems, completions, strict=True)
