@@ -182,7 +182,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
 
     # 1. Corpus splits.
     if args.corpus is not None:
-        splits = load_splits(args.corpus)
+        try:
+            splits = load_splits(args.corpus)
+        except (OSError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
     else:
         splits = build_with_progress(
             args.train, args.heldout, args.ood, seed=args.seed, workers=args.workers

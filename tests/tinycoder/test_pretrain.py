@@ -68,6 +68,14 @@ def test_profiles_and_at_most_two_epochs(capsys) -> None:
     assert "--epochs" in capsys.readouterr().err
 
 
+def test_unreadable_corpus_is_one_line_and_status_2(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        pretrain(["--out", str(tmp_path / "m"), "--corpus", str(tmp_path / "none")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "train.jsonl" in err[0]
+
+
 def test_sequences_and_schedule() -> None:
     stream = torch.arange(10, dtype=torch.int32)
     assert sequences(stream, 4).tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
