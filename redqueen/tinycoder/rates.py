@@ -241,8 +241,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (all cores)")
+    parser.add_argument("--cpu-threads", type=int, default=1, help="torch threads on the CPU")
     parser.add_argument("--write", action="store_true", help="update training.json and README.md")
     args = parser.parse_args(argv)
+    if args.device == "cpu":
+        torch.set_num_threads(args.cpu_threads)
     model = AutoModelForCausalLM.from_pretrained(args.model).to(args.device)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     splits = [s for s in ("heldout", "ood") if (args.model / f"{s}.jsonl").is_file()]
