@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from redqueen.tinycoder import OOD_LEVEL, TRAIN_LEVELS
@@ -27,11 +29,25 @@ def test_training_and_held_out_sets_share_no_canonical_ast(small_splits) -> None
     assert not shared_forms(splits.train, splits.heldout)
     assert not shared_forms(splits.train, splits.ood)
     assert not shared_forms(splits.heldout, splits.ood)
-    # The check itself notices a renamed copy.
-    entry = splits.train[0]
-    renamed = entry.program.replace("def f(", "def f(") + "\n"
-    copy = CorpusEntry(renamed, entry.level, entry.inputs, entry.outputs)
+    # The check itself notices a copy with every bound name changed and the formatting redone.
+    entry = max(splits.train, key=lambda e: len(e.program))
+    copy = CorpusEntry(_renamed(entry.program), entry.level, entry.inputs, entry.outputs)
+    assert copy.program != entry.program
     assert shared_forms(splits.train, [copy]) == {canonical_key(entry.program)}
+
+
+def _renamed(source: str) -> str:
+    tree = ast.parse(source)
+    bound = {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+    bound |= {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            node.arg += "_renamed"
+        elif isinstance(node, ast.Name) and node.id in bound:
+            node.id += "_renamed"
+    return ast.unparse(tree)
 
 
 def test_entries_are_valid_non_constant_and_round_trip(small_splits) -> None:
