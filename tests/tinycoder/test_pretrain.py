@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from redqueen.tinycoder.card import check_targets
 from redqueen.tinycoder.pretrain import PROFILES, _lr_at, parse_args, sequences
 from redqueen.tinycoder.pretrain import main as pretrain
+from redqueen.tinycoder.rates import main as measure_main
 
 SHORT = ["--profile", "ci", "--max-steps", "12", "--workers", "2"]
 
@@ -56,6 +58,19 @@ def test_summary_and_card_carry_every_figure(trained) -> None:
         assert text in card
     assert len(check_targets(summary)) == 12
     assert "--max-steps 12" in summary["command"]
+
+
+def test_rates_are_re_measured_by_one_command(trained, tmp_path) -> None:
+    out = shutil.copytree(trained[0], tmp_path / "copy")
+    (out / "README.md").write_text("stale\n")
+    rates = measure_main(
+        ["--model", str(out), "--n", "3", "--samples", "1", "--max-new-tokens", "8"]
+        + ["--workers", "2", "--write"]
+    )
+    summary = json.loads((out / "training.json").read_text())
+    assert summary["rates"] == json.loads(json.dumps(rates))
+    assert summary["rates"]["ood"]["n_tasks"] == 3 and summary["rates"]["heldout"]["samples"] == 1
+    assert "## Targets" in (out / "README.md").read_text()
 
 
 def test_profiles_and_at_most_two_epochs(capsys) -> None:
