@@ -39,7 +39,7 @@ from redqueen.engine import (
     SamplingParams,
     whiten_advantages,
 )
-from redqueen.engine.tinycoder.corpus import entry_task, load_corpus
+from redqueen.tinycoder.corpus import entry_task, load_corpus
 from redqueen.fitness import StudentReward
 from redqueen.genomes import LoRAGenome
 from redqueen.verifiers import AnswerStatus, CodeTask, Executor, check_answer

@@ -22,6 +22,6 @@ def tiny_coder_path() -> Path:
     if not (path / "config.json").is_file():
         raise FileNotFoundError(
             f"redqueen.assets: the tiny-coder model is missing from {path} (expected config.json); "
-            "reinstall redqueen or rebuild it with python -m redqueen.engine.tinycoder.pretrain"
+            "reinstall redqueen or rebuild it with python -m redqueen.tinycoder.pretrain"
         )
     return path

@@ -6,7 +6,7 @@ import pytest
 
 from redqueen.experiments.evaluation import SUITES, CodeOutputSuite, make_suite
 from redqueen.experiments.evaluation._code_output import frozen_problems
-from redqueen.experiments.evaluation._held_out import candidate_sources, pretraining_candidates
+from redqueen.experiments.evaluation._held_out import HELD_OUT_SEED, build_held_out, write_frozen
 from redqueen.verifiers import Executor, literal_equal
 
 
@@ -36,20 +36,20 @@ def test_gold_outputs_reproduce_in_the_sandbox(executor) -> None:
     assert all(literal_equal(r.value, row["output"]) for r, row in zip(results, rows, strict=True))
 
 
-def test_candidate_stream_mirrors_build_corpus(executor) -> None:
-    """The held-out filter regenerates pretraining's candidates; they must be build_corpus's."""
-    from redqueen.engine.tinycoder.corpus import build_corpus
+def test_held_out_builder_excludes_every_training_form(tmp_path, executor) -> None:
+    from redqueen.tinycoder.canonical import canonical_key
+    from redqueen.tinycoder.corpus import build_corpus, save_corpus
 
-    entries = build_corpus(6, seed=7, executors=[executor])
-    candidates = set(candidate_sources(7, pretraining_candidates(6)))
-    assert all(entry.program in candidates for entry in entries)
-
-
-def test_frozen_programs_are_not_early_pretraining_candidates() -> None:
-    from redqueen.experiments.evaluation import _code_output_problems as frozen
-
-    early = set(candidate_sources(frozen.HEADER["pretrain_seed"], 3000))
-    assert not early & {row["program"] for row in frozen_problems()}
+    training = build_corpus(8, seed=HELD_OUT_SEED, executor=executor)
+    save_corpus(training, tmp_path / "train.jsonl")
+    problems, header = build_held_out(6, training_corpus=tmp_path / "train.jsonl", workers=2)
+    assert header["n"] == 6 and header["training_forms_excluded"] == 8
+    # Same seed as the training programs: without the exclusion the first 6 would be theirs.
+    assert not {canonical_key(p["program"]) for p in problems} & {
+        canonical_key(e.program) for e in training
+    }
+    module = write_frozen(problems, header, tmp_path / "frozen.py")
+    assert '"training_forms_excluded": 8' in module.read_text()
 
 
 def test_levels_filter_and_checker(executor) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redqueen.engine.tinycoder.programs import ProgramGenerator, random_value
+from redqueen.tinycoder.programs import ProgramGenerator, random_value
 from redqueen.verifiers import Triplet, make_task
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,

@@ -9,9 +9,12 @@ Offers:
     checked in the sandboxed executor;
   - ``code_output`` (:class:`CodeOutputSuite`): held-out procedural output-prediction tasks in
     the environment's own prompt format, on which the shipped ``tiny-coder`` scores; a frozen
-    set that ``python -m redqueen.experiments.evaluation._held_out`` rebuilds, excluding every
-    program tiny-coder's pretraining corpus could contain.
+    set that ``python -m redqueen.experiments.evaluation._held_out`` rebuilds from a base model's
+    training corpus, excluding every canonical form (names and formatting normalised) in it.
 
+- :class:`ProblemFileSuite` and :func:`read_problem_file`: a researcher's own code_o / code_i
+  problems from a JSON-lines file (outputs computed in the sandbox when absent);
+  ``redqueen eval RUN --problems FILE.jsonl``.
 - :func:`evaluate_run`: every living member of a run, the bare base model and any baselines,
   in mixed-adapter batches; writes ``eval_<suite>.json`` and ``eval_<suite>.md``.
 - :class:`EvalReport`, :class:`MemberScore`, :class:`Summary`: the records it returns.
@@ -27,6 +30,7 @@ from redqueen.experiments.evaluation._code_output import CodeOutputSuite
 from redqueen.experiments.evaluation._compare import compare_runs, comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._humaneval import HUMANEVAL_STOPS, HumanEvalSuite
+from redqueen.experiments.evaluation._problem_file import ProblemFileSuite, read_problem_file
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore, Summary, summarize
 from redqueen.experiments.evaluation._suite import (
     SUITES,
@@ -45,11 +49,13 @@ __all__ = [
     "HumanEvalSuite",
     "MemberScore",
     "Problem",
+    "ProblemFileSuite",
     "Summary",
     "compare_runs",
     "comparison_table",
     "evaluate_run",
     "make_suite",
+    "read_problem_file",
     "split_baselines",
     "summarize",
     "truncate_at_stops",

@@ -22,9 +22,9 @@ def frozen_problems() -> tuple[dict[str, Any], ...]:
 class CodeOutputSuite:
     """Predict ``f(input)`` for held-out procedural programs, judged like the ``code_o`` reward.
 
-    The problems are a frozen set built by :mod:`._held_out` from tiny-coder's corpus generator
-    at a seed of its own, with every program the pretraining corpus could have contained
-    removed; gold outputs come from the sandbox. Prompts are
+    The problems are a frozen set built by :mod:`._held_out` from the corpus generator at a
+    seed of its own, with every program the pretraining corpus contained (or, for the shipped
+    set, could have contained) removed; gold outputs come from the sandbox. Prompts are
     :func:`redqueen.verifiers.formats.solve_prompt`; answers are parsed with ``parse_solution``
     and judged with ``check_answers`` (values compared as literals). The shipped ``tiny-coder``
     scores above zero here, unlike on HumanEval, so this is the suite that can show an evolved

@@ -13,6 +13,7 @@ import typer
 from redqueen._registry import UnknownNameError
 from redqueen.experiments.evaluation._compare import comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
+from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
 from redqueen.experiments.evaluation._report import across_runs
 from redqueen.experiments.evaluation._suite import SUITES
 from redqueen.experiments.rundir import RunDirectoryError
@@ -28,6 +29,14 @@ def eval_command(
         ..., help="Run directories (config.yaml and population/); several runs (seeds) add a CI over runs."
     ),
     benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark suite name."),
+    problems: Path | None = typer.Option(
+        None,
+        "--problems",
+        help=(
+            "Your own code_o / code_i problems, JSON lines with program and input (output "
+            "optional: computed in the sandbox); used instead of --benchmark."
+        ),
+    ),
     baseline: list[Path] | None = typer.Option(
         None,
         "--baseline",
@@ -51,18 +60,24 @@ def eval_command(
     for run_dir in run_dirs:
         if not run_dir.is_dir():
             raise _fail(f"run directory {run_dir} does not exist")
-    if benchmark not in SUITES:
+    if problems is None and benchmark not in SUITES:
         raise _fail(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(SUITES))})")
+    if problems is not None and not problems.is_file():
+        raise _fail(f"problems file {problems} does not exist")
     baselines = list(baseline or [])
     for path in baselines:
         if not path.exists():
             raise _fail(f"baseline {path} does not exist")
     reports = []
+    try:
+        suite = benchmark if problems is None else _problem_suite(problems, workers)
+    except (RunDirectoryError, OSError, ImportError, ValueError) as error:
+        raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     for run_dir in run_dirs:
         try:
             report = evaluate_run(
                 run_dir,
-                benchmark,
+                suite,
                 baselines=baselines,
                 limit=limit,
                 device=device,
@@ -77,7 +92,8 @@ def eval_command(
         print(report.to_markdown())
         if report.baselines:
             print(comparison_table([split_baselines(report)]))
-        print(f"wrote {run_dir / f'eval_{benchmark}.json'} and {run_dir / f'eval_{benchmark}.md'}")
+        name = report.suite
+        print(f"wrote {run_dir / f'eval_{name}.json'} and {run_dir / f'eval_{name}.md'}")
     if len(reports) > 1:
         interval = across_runs(reports)
         if interval is not None:
@@ -85,3 +101,12 @@ def eval_command(
                 f"over {interval.n} runs: headline mean pass@1 {interval.mean:.3f} "
                 f"(95% CI {interval.low:.3f}-{interval.high:.3f}, bootstrap over runs)"
             )
+
+
+def _problem_suite(path: Path, workers: int | None) -> ProblemFileSuite:
+    """The suite of a problem file, its missing outputs computed in a sandbox."""
+    from redqueen.verifiers import Executor
+
+    with Executor(workers=workers) as executor:
+        return ProblemFileSuite.from_file(path, executor)
+

@@ -11,17 +11,18 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from redqueen.assets import tiny_coder_path
-from redqueen.engine.tinycoder import MAX_LEVEL, ProgramGenerator, tiny_coder_config
-from redqueen.engine.tinycoder.corpus import (
+from redqueen.tinycoder import MAX_LEVEL, ProgramGenerator
+from redqueen.tinycoder.corpus import (
     build_corpus,
     entry_task,
     load_corpus,
     render_documents,
     save_corpus,
 )
-from redqueen.engine.tinycoder.pretrain import _lr_at, pack_documents
-from redqueen.engine.tinycoder.rates import generate_texts
-from redqueen.engine.tinycoder.tokenizer import save_tokenizer, train_tokenizer
+from redqueen.tinycoder.model import tiny_coder_config
+from redqueen.tinycoder.pretrain import pack_documents
+from redqueen.tinycoder.rates import generate_texts
+from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer
 from redqueen.verifiers import Executor, validate_program
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,
@@ -42,7 +43,7 @@ def executor():
 
 @pytest.fixture(scope="module")
 def corpus(executor):
-    return build_corpus(18, seed=7, executors=[executor])
+    return build_corpus(18, seed=7, executor=executor)
 
 
 def test_generator_is_seeded_and_covers_every_level():
@@ -71,7 +72,7 @@ def test_corpus_programs_are_valid_and_not_constant(corpus, executor):
 
 
 def test_corpus_is_reproducible_and_round_trips_through_a_file(corpus, executor, tmp_path):
-    assert build_corpus(4, seed=7, executors=[executor]) == corpus[:4]
+    assert build_corpus(4, seed=7, executor=executor) == corpus[:4]
     save_corpus(corpus, tmp_path / "c.jsonl")
     assert load_corpus(tmp_path / "c.jsonl") == corpus
     (tmp_path / "bad.jsonl").write_text('{"program": 1}\n')
@@ -111,14 +112,11 @@ def test_tokenizer_round_trips_and_keeps_tags_whole(corpus, tmp_path):
     assert int((stream == tokenizer.eos_token_id).sum()) == 3
 
 
-def test_config_and_schedule():
+def test_config_rejects_uneven_heads():
     with pytest.raises(ValueError, match="not divisible"):
         tiny_coder_config(
             vocab_size=300, bos_token_id=1, eos_token_id=2, pad_token_id=0, hidden_size=100
         )
-    lrs = [_lr_at(s, 100, 1e-3) for s in range(100)]
-    assert max(lrs) == pytest.approx(1e-3) and lrs[0] < lrs[4] and lrs[-1] < 2e-4
-    assert _lr_at(50, 100, 1e-3, time_fraction=1.0) == pytest.approx(1e-4)
 
 
 # ------------------------------------------------------------------ the shipped model

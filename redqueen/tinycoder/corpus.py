@@ -1,24 +1,27 @@
 """The procedural tiny-coder corpus: generated programs, sandboxed gold outputs, rendered text.
 
 Each :class:`CorpusEntry` is a generated program with :data:`N_CODE_F_INPUTS` inputs whose
-outputs come from :func:`redqueen.verifiers.validate_program` (run twice in separate sandboxed
-processes), so every entry is a valid task in the environment's own sense. Entries are rendered
+outputs come from :func:`redqueen.verifiers.validate_programs` (run twice in separate sandboxed
+processes, batches spread over every worker), so every entry is a valid task in the
+environment's own sense, and no two entries share a canonical form
+(:mod:`redqueen.tinycoder.canonical`). Entries are rendered
 into training documents with the functions of :mod:`redqueen.verifiers.formats`, six per entry:
 a teacher proposal and a student answer for each of code_o, code_i and code_f.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-import queue
 import random
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from redqueen.engine.tinycoder.programs import MAX_LEVEL, GeneratedProgram, ProgramGenerator
-from redqueen.verifiers import Executor, Triplet, make_task, validate_program
+from redqueen.tinycoder.canonical import canonical_key
+from redqueen.tinycoder.programs import TRAIN_LEVELS, GeneratedProgram, ProgramGenerator
+from redqueen.verifiers import Executor, Triplet, make_task, validate_programs
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,
     TASK_TYPES,
@@ -29,9 +32,14 @@ from redqueen.verifiers.formats import (
     solve_prompt,
 )
 
+#: Longest program the corpus keeps (teacher prompts carry references and must fit 1024 tokens).
+MAX_SOURCE_CHARS = 1200
+
 __all__ = [
+    "MAX_SOURCE_CHARS",
     "CorpusEntry",
     "build_corpus",
+    "candidates",
     "load_corpus",
     "reference_triplets",
     "render_documents",
@@ -74,77 +82,85 @@ def _distinct_inputs(program: GeneratedProgram, rng: random.Random, n: int) -> t
     return tuple(seen)
 
 
+def candidates(
+    seed: int, levels: Sequence[int]
+) -> Iterator[tuple[GeneratedProgram, tuple[str, ...]]]:
+    """The endless seeded stream of ``(program, inputs)`` candidates that :func:`build_corpus` reads.
+
+    Each candidate draws its level uniformly from ``levels``, then the program, then
+    :data:`N_CODE_F_INPUTS` distinct inputs; nothing is run.
+    """
+    rng = random.Random(seed)
+    generator = ProgramGenerator(rng=random.Random(rng.getrandbits(64)))
+    levels = list(levels)
+    while True:
+        program = generator.program(rng.choice(levels))
+        yield program, _distinct_inputs(program, rng, N_CODE_F_INPUTS)
+
+
 def build_corpus(
     n_programs: int,
     *,
     seed: int,
-    executors: Sequence[Executor],
-    levels: Sequence[int] = tuple(range(1, MAX_LEVEL + 1)),
+    executor: Executor,
+    levels: Sequence[int] = TRAIN_LEVELS,
+    exclude: AbstractSet[bytes] = frozenset(),
+    batch: int = 512,
+    max_source_chars: int = MAX_SOURCE_CHARS,
     progress: Callable[[int], None] | None = None,
 ) -> list[CorpusEntry]:
-    """Generate ``n_programs`` valid, non-constant programs with sandboxed outputs.
+    """Generate ``n_programs`` valid, non-constant programs, distinct up to names and formatting.
 
-    Candidates are generated in seeded batches and checked with ``validate_program``, one
-    call per executor at a time (an executor serialises its calls, so several small executors
-    keep all cores busy). A candidate is kept when it is valid, its outputs are not all equal (a
-    constant function teaches nothing about reading its input) and its source is new. The
-    result depends only on ``seed``: batches are generated and accepted in order.
+    Candidates come from :func:`candidates` in seeded batches. A candidate whose canonical form
+    (:func:`~redqueen.tinycoder.canonical.canonical_key`) was seen already, or is in
+    ``exclude``, is dropped before it runs; the rest are checked together by
+    :func:`~redqueen.verifiers.validate_programs`, which spreads every run of the batch over all
+    the executor's workers (build it with ``Executor(workers=os.cpu_count())``). A candidate is
+    kept when it is valid and its outputs are not all equal (a constant function teaches
+    nothing about reading its input). The result depends only on ``seed``, ``levels`` and
+    ``exclude``: batches are generated and accepted in order.
 
     Args:
         n_programs: How many entries to return.
         seed: Seed of the generator and of the inputs.
-        executors: Sandboxes that compute outputs (one concurrent check per executor).
-        levels: Difficulty levels, drawn uniformly.
+        executor: The sandbox that computes outputs.
+        levels: Difficulty levels, drawn uniformly per candidate.
+        exclude: Canonical keys never to accept (e.g. the training split, for a held-out one).
+        batch: Most candidates validated per call.
+        max_source_chars: Longest program kept (prompts must fit the model's context).
         progress: Called with the number of entries accepted so far after each batch.
 
     Raises:
-        ValueError: If no executor is given.
         RuntimeError: If far too few candidates pass (the generator or sandbox is broken).
     """
-    if not executors:
-        raise ValueError("build_corpus: pass at least one Executor")
-    rng = random.Random(seed)
-    generator = ProgramGenerator(rng=random.Random(rng.getrandbits(64)))
-    idle: queue.Queue[Executor] = queue.Queue()
-    for executor in executors:
-        idle.put(executor)
-
-    def check(candidate: tuple[GeneratedProgram, tuple[str, ...]]):
-        executor = idle.get()
-        try:
-            return validate_program(candidate[0].source, list(candidate[1]), executor)
-        finally:
-            idle.put(executor)
-
+    stream = candidates(seed, levels)
     entries: list[CorpusEntry] = []
-    seen: set[str] = set()
+    seen: set[bytes] = set()
     tried = 0
-    batch = max(16 * len(executors), 64)
-    with ThreadPoolExecutor(max_workers=len(executors)) as pool:
-        while len(entries) < n_programs:
-            if tried > 8 * n_programs + 200:
-                raise RuntimeError(
-                    f"build_corpus: only {len(entries)} of {tried} candidate programs were valid"
-                )
-            candidates = []
-            for _ in range(batch):
-                program = generator.program(rng.choice(list(levels)))
-                candidates.append((program, _distinct_inputs(program, rng, N_CODE_F_INPUTS)))
-            tried += batch
-            for (program, inputs), validation in zip(
-                candidates, pool.map(check, candidates), strict=True
-            ):
-                if not validation.ok or program.source in seen:
-                    continue
-                outputs = tuple(validation.outputs)
-                if len(set(outputs)) == 1:
-                    continue
-                seen.add(program.source)
-                entries.append(CorpusEntry(program.source, program.level, inputs, outputs))
-                if len(entries) == n_programs:
-                    break
-            if progress is not None:
-                progress(len(entries))
+    while len(entries) < n_programs:
+        if tried > 20 * n_programs + 1000:
+            raise RuntimeError(
+                f"build_corpus: only {len(entries)} of {tried} candidate programs were new and valid"
+            )
+        fresh = []
+        # Near the end, draw about twice what is still missing rather than a whole batch.
+        size = min(batch, max(16, 2 * (n_programs - len(entries))))
+        for program, inputs in itertools.islice(stream, size):
+            key = canonical_key(program.source)
+            if key in seen or key in exclude or len(program.source) > max_source_chars:
+                continue
+            seen.add(key)
+            fresh.append((program, inputs))
+        tried += size
+        verdicts = validate_programs([(p.source, list(i)) for p, i in fresh], executor)
+        for (program, inputs), verdict in zip(fresh, verdicts, strict=True):
+            if not verdict.ok or len(set(verdict.outputs)) == 1:
+                continue
+            entries.append(CorpusEntry(program.source, program.level, inputs, verdict.outputs))
+            if len(entries) == n_programs:
+                break
+        if progress is not None:
+            progress(len(entries))
     return entries
 
 
@@ -169,8 +185,13 @@ def reference_triplets(
         exclude: Index of an entry never to draw (the one being proposed: a teacher should
             learn to write a new program, not to copy its reference).
     """
-    pool = [i for i in range(len(entries)) if i != exclude]
-    picks = rng.sample(pool, min(k, len(pool)))
+    available = len(entries) - (exclude is not None and 0 <= exclude < len(entries))
+    picks: list[int] = []
+    # Rejection sampling: a list of every other index would cost O(len(entries)) per document.
+    while len(picks) < min(k, available):
+        index = rng.randrange(len(entries))
+        if index != exclude and index not in picks:
+            picks.append(index)
     return [entries[i].triplet(rng.randrange(len(entries[i].inputs))) for i in picks]
 
 

@@ -1,0 +1,163 @@
+"""A suite read from a researcher's own JSON-lines file of code_o / code_i problems.
+
+Each line is an object with ``program`` (source defining ``f``) and ``input`` (the argument list
+as written inside ``f(...)``), and optionally ``task`` (``code_o``, the default, or ``code_i``),
+``output`` (the ``repr`` of ``f(input)``; computed in the sandbox when absent), ``id`` and
+``level``. ``redqueen eval RUN --problems FILE.jsonl`` measures every member and the base model
+on it, so generalisation can be checked on programs written by hand rather than by the
+corpus generator.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from redqueen.experiments.evaluation._suite import Problem
+
+__all__ = ["PROBLEM_TASK_TYPES", "ProblemFileSuite", "read_problem_file"]
+
+#: Task types a problem file may hold (code_f needs several pairs and hidden ones).
+PROBLEM_TASK_TYPES: tuple[str, ...] = ("code_o", "code_i")
+_KEYS = {"program", "input", "output", "task", "id", "level"}
+
+
+def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
+    """Rows of a problem file, each with its gold output (computed in ``executor`` if absent).
+
+    Programs without an output are validated like a teacher's proposal
+    (:func:`~redqueen.verifiers.validate_programs`: static checks, two sandboxed runs that must
+    agree), so a bad program is reported rather than scored.
+
+    Raises:
+        ValueError: ``"FILE:LINE: ..."`` naming the first bad line and what is wrong with it.
+        OSError: If the file cannot be read.
+    """
+    from redqueen.verifiers import LiteralParseError, parse_args, parse_literal, validate_programs
+
+    path = Path(path)
+    rows: list[dict[str, Any]] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where}: not JSON ({err.msg})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected an object with program and input")
+        unknown = sorted(set(row) - _KEYS)
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
+            )
+        for key in ("program", "input"):
+            if not isinstance(row.get(key), str):
+                raise ValueError(f"{where}: field {key!r} must be a string")
+        task = row.setdefault("task", "code_o")
+        if task not in PROBLEM_TASK_TYPES:
+            raise ValueError(f"{where}: field 'task' must be code_o or code_i, got {task!r}")
+        try:
+            parse_args(row["input"])
+            if "output" in row:
+                if not isinstance(row["output"], str):
+                    raise ValueError("field 'output' must be a string (a Python literal)")
+                parse_literal(row["output"])
+        except (LiteralParseError, ValueError) as err:
+            raise ValueError(f"{where}: {err}") from None
+        row["line"] = lineno
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"{path}: no problems")
+    missing = [row for row in rows if "output" not in row]
+    if missing:
+        verdicts = validate_programs([(r["program"], [r["input"]]) for r in missing], executor)
+        for row, verdict in zip(missing, verdicts, strict=True):
+            if not verdict.ok:
+                raise ValueError(
+                    f"{path}:{row['line']}: program is not a valid task ({verdict.reason.value}: {verdict.detail})"
+                )
+            row["output"] = verdict.outputs[0]
+    return rows
+
+
+class ProblemFileSuite:
+    """code_o / code_i problems from a file, judged like the environment's rewards.
+
+    Prompts are :func:`redqueen.verifiers.formats.solve_prompt`; answers are parsed with
+    ``parse_solution`` and judged with ``check_answers`` (a code_i answer is correct when the
+    program maps it to the gold output).
+
+    Args:
+        rows: Problems as :func:`read_problem_file` returns them.
+        name: Suite name, used in report file names (``eval_<name>.json``).
+        max_new_tokens: Generation budget per answer.
+        timeout: Seconds the sandbox allows one check.
+    """
+
+    preload: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        name: str = "problems",
+        max_new_tokens: int = 64,
+        timeout: float = 2.0,
+    ) -> None:
+        from redqueen.verifiers.formats import SOLVE_STOP
+
+        self.rows = list(rows)
+        self.name = name
+        self.max_new_tokens = max_new_tokens
+        self.timeout = timeout
+        self.stop: tuple[str, ...] = (SOLVE_STOP,)
+
+    @classmethod
+    def from_file(cls, path: str | Path, executor: Any) -> ProblemFileSuite:
+        """Read ``path`` (see :func:`read_problem_file`); the suite is named ``problems-<stem>``."""
+        return cls(read_problem_file(path, executor), name=f"problems-{Path(path).stem}")
+
+    @staticmethod
+    def _task(row: dict[str, Any]):
+        from redqueen.verifiers import make_task
+
+        return make_task(row["task"], row["program"], (row["input"],), (row["output"],))
+
+    def problems(self, limit: int | None = None) -> list[Problem]:
+        """The first ``limit`` problems in file order."""
+        from redqueen.verifiers.formats import solve_prompt
+
+        rows = self.rows if limit is None else self.rows[:limit]
+        return [
+            Problem(
+                id=str(row.get("id", f"{self.name}/{index}")),
+                prompt=solve_prompt(self._task(row)),
+                data=row,
+            )
+            for index, row in enumerate(rows)
+        ]
+
+    def completion(self, problem: Problem, generated: str) -> str:
+        """The generated text up to the closing ``</answer>`` tag."""
+        return generated.split(self.stop[0], 1)[0]
+
+    def check(
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+    ) -> list[bool]:
+        """Parse each answer for its task type and judge it in the sandbox."""
+        from redqueen.verifiers import AnswerStatus, check_answers
+        from redqueen.verifiers.formats import parse_solution
+
+        if len(problems) != len(completions):
+            raise ValueError(
+                f"{self.name}: {len(problems)} problems but {len(completions)} completions"
+            )
+        items = [
+            (self._task(p.data), parse_solution(p.data["task"], text))
+            for p, text in zip(problems, completions, strict=True)
+        ]
+        return [status == AnswerStatus.CORRECT for status in check_answers(items, executor)]

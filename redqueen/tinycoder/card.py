@@ -1,0 +1,198 @@
+"""The model card (README.md in the model folder), written from a pretraining summary.
+
+Every figure comes from ``training.json`` as :func:`redqueen.tinycoder.pretrain.main` (or
+``python -m redqueen.tinycoder.rates --model DIR --write``) measured it; :func:`check_targets`
+compares them with the targets a base model for co-evolution should meet, and the card prints
+that comparison, met or not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TargetCheck", "check_targets", "write_model_card"]
+
+_TASK_TYPES = ("code_o", "code_i", "code_f")
+#: Largest weights file that may ship inside the package.
+MAX_WEIGHTS_BYTES = 30_000_000
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """One target: what was measured, what it should be, and whether it is met."""
+
+    name: str
+    measured: str
+    target: str
+    met: bool
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def check_targets(summary: dict) -> list[TargetCheck]:
+    """The in-distribution targets for a base model that leaves teachers room to climb.
+
+    Valid proposals 70-95% per task type; code_o and code_i solved 30-60% at T=1 and pass@k
+    >= 0.8; code_f pass@k >= 0.1; the solve rate falls with level; held-out minus training loss
+    under 0.3 nats; weights at most 30 MB.
+    """
+    rates = summary["rates"]["heldout"]
+    k = rates["samples"]
+    checks = []
+    for t in _TASK_TYPES:
+        v = rates["valid_share"][t]
+        checks.append(TargetCheck(f"{t} valid proposals", _pct(v), "70-95%", 0.70 <= v <= 0.95))
+    for t in ("code_o", "code_i"):
+        s = rates["solve_rate"][t]
+        checks.append(TargetCheck(f"{t} solved at T=1", f"{s:.3f}", "0.3-0.6", 0.3 <= s <= 0.6))
+        p = rates["pass_at_k"][t]
+        checks.append(TargetCheck(f"{t} pass@{k}", f"{p:.3f}", ">= 0.8", p >= 0.8))
+    p = rates["pass_at_k"]["code_f"]
+    checks.append(TargetCheck(f"code_f pass@{k}", f"{p:.3f}", ">= 0.1", p >= 0.1))
+    for t in ("code_o", "code_i"):
+        by_level = {int(level): r for level, r in rates["solve_rate_by_level"][t].items()}
+        levels = sorted(by_level)
+        half = len(levels) // 2
+        low = sum(by_level[lv] for lv in levels[:half]) / max(half, 1)
+        high = sum(by_level[lv] for lv in levels[half:]) / max(len(levels) - half, 1)
+        checks.append(
+            TargetCheck(
+                f"{t} solve rate falls with level",
+                f"lower levels {low:.3f}, upper {high:.3f}",
+                "lower > upper",
+                half > 0 and low > high,
+            )
+        )
+    gap = summary["loss_gap"]
+    checks.append(
+        TargetCheck("held-out minus training loss", f"{gap:.3f} nats", "< 0.3", gap < 0.3)
+    )
+    size = summary["weights_bytes"]
+    checks.append(
+        TargetCheck("weights file", f"{size / 1e6:.1f} MB", "<= 30 MB", size <= MAX_WEIGHTS_BYTES)
+    )
+    return checks
+
+
+def _rates_table(rates: dict) -> str:
+    k = rates["samples"]
+    head = (
+        f"| task type | proposals parsed | proposals valid | answers parsed | solved (T=1) "
+        f"| pass@{k} | solved (greedy) |\n| --- | --- | --- | --- | --- | --- | --- |\n"
+    )
+    rows = "\n".join(
+        f"| {t} | {_pct(rates['parsed_share'][t])} | {_pct(rates['valid_share'][t])} | "
+        f"{_pct(rates['answer_parsed_share'][t])} | {_pct(rates['solve_rate'][t])} | "
+        f"{_pct(rates['pass_at_k'][t])} | {_pct(rates['greedy_solve_rate'][t])} |"
+        for t in _TASK_TYPES
+    )
+    # JSON turns the level keys into strings; read both.
+    by = {t: {int(lv): r for lv, r in rates["solve_rate_by_level"][t].items()} for t in _TASK_TYPES}
+    levels = sorted({lv for t in _TASK_TYPES for lv in by[t]})
+    header = " | ".join(f"level {lv}" for lv in levels)
+    cells = {t: " | ".join(_pct(by[t][lv]) if lv in by[t] else "-" for lv in levels) for t in by}
+    by_level = (
+        f"\n\nSolved at T=1 by generator level:\n\n| task type | {header} |\n| --- |"
+        + " --- |" * len(levels)
+        + "\n"
+        + "\n".join(f"| {t} | {cells[t]} |" for t in _TASK_TYPES)
+    )
+    return head + rows + by_level
+
+
+def write_model_card(folder: str | Path, summary: dict, *, notes: str = "") -> Path:
+    """Write ``README.md`` into ``folder`` from a pretraining summary (see ``pretrain.main``).
+
+    Args:
+        folder: The model folder.
+        summary: Corpus, training, loss and rate figures of the run (``training.json``).
+        notes: Extra paragraphs (e.g. what was adjusted between runs and why).
+
+    Raises:
+        KeyError: If the summary lacks a figure the card reports (the key is named).
+    """
+    rates = summary["rates"]
+    name = summary.get("name", "tiny-coder")
+    programs = summary["programs"]
+    levels = ", ".join(f"level {k}: {v}" for k, v in summary["levels"].items())
+    loss = summary["loss"]
+    targets = "\n".join(
+        f"| {c.name} | {c.measured} | {c.target} | {'met' if c.met else 'NOT met'} |"
+        for c in check_targets(summary)
+    )
+    ood = (
+        f"## Rates, out of distribution (level {summary['ood_level']})\n\n{_rates_table(rates['ood'])}"
+        if "ood" in rates
+        else ""
+    )
+    text = f"""---
+library_name: transformers
+tags: [redqueen, tiny-coder, llama, code]
+---
+
+# {name}
+
+A {summary["parameters"] / 1e6:.2f}M-parameter Llama-architecture causal LM (size
+`{summary["size"]}`, tied embeddings, byte-level BPE vocabulary of {summary["vocab_size"]}),
+weights stored in {summary["storage_dtype"]} ({summary["weights_bytes"] / 1e6:.1f} MB) and loaded
+as float32. It was pretrained from scratch by `python -m redqueen.tinycoder.pretrain` on a
+procedurally generated corpus of small typed Python functions rendered in exactly the
+teacher/student prompt formats of `redqueen.verifiers.formats`.
+
+Load it like any hub model: `AutoModelForCausalLM.from_pretrained(folder)`. `heldout.jsonl` and
+`ood.jsonl` beside the weights hold the held-out programs (with inputs and sandboxed outputs) on
+which the rates below were measured; `training.json` holds every figure of the run. Re-measure
+the rates with `python -m redqueen.tinycoder.rates --model FOLDER --write`.
+
+## Targets (in-distribution held-out set)
+
+| figure | measured | target | |
+| --- | --- | --- | --- |
+{targets}
+
+## Corpus
+
+- {programs["train"]} training programs ({levels}), {programs["heldout"]} held out from the same
+  generator and levels, {programs["ood"]} out-of-distribution programs of level
+  {summary["ood_level"]} (harder than any in training). No two programs in or across the splits
+  share a canonical form (names and formatting normalised).
+- Gold outputs from the sandboxed executor (`validate_programs`, two runs in separate
+  processes); programs with constant outputs were dropped.
+- {summary["documents_per_epoch"]} documents ({summary["tokens_per_epoch"]} tokens) per epoch,
+  rendered afresh each epoch: for every program a teacher proposal (conditioned on 1-3 references
+  from other programs) and a student answer, for each of code_o, code_i and code_f.
+
+## Training
+
+| | |
+| --- | --- |
+| epochs (each program seen at most this often) | {summary["epochs"]} |
+| steps | {summary["steps"]} |
+| batch x sequence | {summary["batch_size"]} x {summary["seq_len"]} tokens ({summary["tokens_seen"]} tokens seen) |
+| optimizer | AdamW, peak lr {summary["lr"]}, warm-up + cosine to 10%, weight decay 0.1, grad clip 1.0 |
+| loss: training / held-out / OOD | {loss["train"]} / {loss["heldout"]} / {loss["ood"]} |
+| loss gap: held-out / OOD minus training | {summary["loss_gap"]} / {summary["ood_loss_gap"]} nats |
+| device, seed | {summary["device"]}, {summary["seed"]} |
+| training time | {summary["train_seconds"]} s (whole run {summary.get("total_seconds", "n/a")} s) |
+| command | `{summary.get("command", "n/a")}` |
+
+## Rates, in distribution (held-out programs)
+
+Sampling at temperature {rates["heldout"]["temperature"]} with no top-k/top-p cut (as the
+environment samples); {rates["heldout"]["n_proposals"]} teacher proposals per task type, each
+prompted with {rates["heldout"]["references"]} reference triplets; {rates["heldout"]["n_tasks"]}
+student tasks per task type, {rates["heldout"]["samples"]} sampled answers each. "Valid" means
+the proposal parses and passes `validate_program`; "solved" means `check_answer` returns CORRECT.
+
+{_rates_table(rates["heldout"])}
+
+{ood}
+
+{notes}
+"""
+    path = Path(folder) / "README.md"
+    path.write_text(text.rstrip() + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,154 @@
+"""The three corpus splits: training, in-distribution held-out, and out-of-distribution.
+
+    python -m redqueen.tinycoder.splits --out DIR [--train 150000] [--heldout 2000] [--ood 1000]
+
+- ``train``: programs of :data:`~redqueen.tinycoder.programs.TRAIN_LEVELS`;
+- ``heldout``: programs from the same generator and levels whose canonical form is in no
+  training program (the last entries of the same deduplicated stream);
+- ``ood``: programs of :data:`~redqueen.tinycoder.programs.OOD_LEVEL`, harder than anything in
+  training, from a stream of their own, again sharing no canonical form with the other two.
+
+Gold outputs are computed in the sandbox on all cores, with a progress bar; the splits are
+written as ``train.jsonl``, ``heldout.jsonl`` and ``ood.jsonl`` (the corpus format of
+:mod:`redqueen.tinycoder.corpus`), which ``pretrain --corpus DIR`` reads back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from redqueen.tinycoder.canonical import canonical_key
+from redqueen.tinycoder.corpus import CorpusEntry, build_corpus, load_corpus, save_corpus
+from redqueen.tinycoder.programs import OOD_LEVEL, TRAIN_LEVELS
+from redqueen.verifiers import Executor
+
+__all__ = ["SPLITS", "CorpusSplits", "build_splits", "load_splits", "main", "shared_forms"]
+
+#: Split names, also the file stems.
+SPLITS: tuple[str, ...] = ("train", "heldout", "ood")
+
+
+@dataclass(frozen=True)
+class CorpusSplits:
+    """Training, in-distribution held-out and out-of-distribution corpus entries."""
+
+    train: list[CorpusEntry]
+    heldout: list[CorpusEntry]
+    ood: list[CorpusEntry]
+
+    def save(self, folder: str | Path) -> None:
+        """Write ``train.jsonl``, ``heldout.jsonl`` and ``ood.jsonl`` into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in SPLITS:
+            save_corpus(getattr(self, name), folder / f"{name}.jsonl")
+
+
+def load_splits(folder: str | Path) -> CorpusSplits:
+    """Read the splits written by :meth:`CorpusSplits.save`.
+
+    Raises:
+        FileNotFoundError: If a split file is missing (its path is named).
+        ValueError: If a line is not a corpus entry.
+    """
+    folder = Path(folder)
+    return CorpusSplits(*(load_corpus(folder / f"{name}.jsonl") for name in SPLITS))
+
+
+def shared_forms(a: Sequence[CorpusEntry], b: Sequence[CorpusEntry]) -> set[bytes]:
+    """Canonical keys that occur in both ``a`` and ``b`` (empty for properly held-out sets)."""
+    return {canonical_key(e.program) for e in a} & {canonical_key(e.program) for e in b}
+
+
+def build_splits(
+    *,
+    n_train: int,
+    n_heldout: int,
+    n_ood: int,
+    seed: int,
+    executor: Executor,
+    progress: Callable[[str, int], None] | None = None,
+) -> CorpusSplits:
+    """Build the three splits (see the module docstring); all depend only on ``seed``.
+
+    Args:
+        n_train: Training programs.
+        n_heldout: In-distribution held-out programs.
+        n_ood: Out-of-distribution programs (level ``OOD_LEVEL``).
+        seed: Corpus seed (the OOD stream uses ``seed + 1``).
+        executor: Sandbox for the gold outputs.
+        progress: Called with a split name and its entries accepted so far.
+    """
+
+    def report(name: str) -> Callable[[int], None] | None:
+        return None if progress is None else (lambda done: progress(name, done))
+
+    both = build_corpus(
+        n_train + n_heldout,
+        seed=seed,
+        executor=executor,
+        levels=TRAIN_LEVELS,
+        progress=report("train"),
+    )
+    train, heldout = both[:n_train], both[n_train:]
+    ood = build_corpus(
+        n_ood,
+        seed=seed + 1,
+        executor=executor,
+        levels=(OOD_LEVEL,),
+        exclude={canonical_key(e.program) for e in both},
+        progress=report("ood"),
+    )
+    return CorpusSplits(train, heldout, ood)
+
+
+def build_with_progress(
+    n_train: int, n_heldout: int, n_ood: int, *, seed: int, workers: int | None
+) -> CorpusSplits:
+    """:func:`build_splits` on an ``Executor`` with ``workers`` (default: every core), with a bar."""
+    from redqueen.tinycoder.pretrain import progress_bar
+
+    totals = {"train": n_train + n_heldout, "ood": n_ood}
+    with Executor(workers=workers or os.cpu_count() or 1) as executor, progress_bar() as bar:
+        tasks = {
+            name: bar.add_task(f"corpus {name}", total=t, info="") for name, t in totals.items()
+        }
+        return build_splits(
+            n_train=n_train,
+            n_heldout=n_heldout,
+            n_ood=n_ood,
+            seed=seed,
+            executor=executor,
+            progress=lambda name, done: bar.update(tasks[name], completed=done),
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> CorpusSplits:
+    """Command line: build the splits into ``--out``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m redqueen.tinycoder.splits", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--out", required=True, type=Path, help="folder for the three .jsonl")
+    parser.add_argument("--train", type=int, default=150_000, help="training programs")
+    parser.add_argument("--heldout", type=int, default=2000, help="in-distribution held-out")
+    parser.add_argument("--ood", type=int, default=1000, help="out-of-distribution programs")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=None, help="sandbox workers (all cores)")
+    args = parser.parse_args(argv)
+    start = time.time()
+    splits = build_with_progress(
+        args.train, args.heldout, args.ood, seed=args.seed, workers=args.workers
+    )
+    splits.save(args.out)
+    sizes = ", ".join(f"{name} {len(getattr(splits, name))}" for name in SPLITS)
+    print(f"wrote {args.out}: {sizes} ({time.time() - start:.0f} s)")
+    return splits
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""The pretraining script: a short CPU run end to end, and its schedule and storage rules."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from redqueen.tinycoder.card import check_targets
+from redqueen.tinycoder.pretrain import PROFILES, _lr_at, parse_args, sequences
+from redqueen.tinycoder.pretrain import main as pretrain
+from redqueen.tinycoder.rates import main as measure_main
+
+SHORT = ["--profile", "ci", "--max-steps", "12", "--workers", "2"]
+
+
+@pytest.fixture(scope="module")
+def trained(small_splits, tmp_path_factory):
+    _, corpus = small_splits
+    out = tmp_path_factory.mktemp("model") / "m"
+    summary = pretrain(["--out", str(out), "--corpus", str(corpus), *SHORT])
+    return out, summary
+
+
+def test_short_cpu_run_writes_a_loadable_float32_model(trained) -> None:
+    out, summary = trained
+    model = AutoModelForCausalLM.from_pretrained(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    assert model.dtype == torch.float32
+    assert summary["storage_dtype"] == "bfloat16"
+    n_params = sum(p.numel() for p in model.parameters())
+    assert n_params == summary["parameters"]
+    # bf16 storage: about two bytes a parameter (tied embeddings stored once).
+    assert summary["weights_bytes"] < 2.2 * n_params
+    assert tokenizer.eos_token_id == model.config.eos_token_id
+    assert (out / "heldout.jsonl").is_file() and (out / "ood.jsonl").is_file()
+
+
+def test_summary_and_card_carry_every_figure(trained) -> None:
+    out, summary = trained
+    assert json.loads((out / "training.json").read_text()) == json.loads(json.dumps(summary))
+    assert summary["programs"] == {"train": 120, "heldout": 60, "ood": 12}
+    assert summary["steps"] == 12 and summary["epochs"] == 2
+    loss = summary["loss"]
+    assert summary["loss_gap"] == pytest.approx(loss["heldout"] - loss["train"], abs=1e-3)
+    assert summary["ood_loss_gap"] == pytest.approx(loss["ood"] - loss["train"], abs=1e-3)
+    for split in ("heldout", "ood"):
+        rates = summary["rates"][split]
+        for key in ("valid_share", "solve_rate", "pass_at_k", "greedy_solve_rate"):
+            assert set(rates[key]) == {"code_o", "code_i", "code_f"}
+            assert all(0.0 <= v <= 1.0 for v in rates[key].values())
+        assert rates["samples"] == 2 and rates["solve_rate_by_level"]["code_o"]
+    card = (out / "README.md").read_text()
+    for text in ("## Targets", "pass@2", "out of distribution", "loss gap", "by generator level"):
+        assert text in card
+    assert len(check_targets(summary)) == 12
+    assert "--max-steps 12" in summary["command"]
+
+
+def test_rates_are_re_measured_by_one_command(trained, tmp_path) -> None:
+    out = shutil.copytree(trained[0], tmp_path / "copy")
+    (out / "README.md").write_text("stale\n")
+    rates = measure_main(
+        ["--model", str(out), "--n", "3", "--samples", "1", "--max-new-tokens", "8"]
+        + ["--workers", "2", "--write"]
+    )
+    summary = json.loads((out / "training.json").read_text())
+    assert summary["rates"] == json.loads(json.dumps(rates))
+    assert summary["rates"]["ood"]["n_tasks"] == 3 and summary["rates"]["heldout"]["samples"] == 1
+    assert "## Targets" in (out / "README.md").read_text()
+
+
+def test_profiles_and_at_most_two_epochs(capsys) -> None:
+    args = parse_args(["--out", "x", "--profile", "full"])
+    assert (args.train, args.size, args.epochs, args.device) == (150_000, "small", 2, "cuda")
+    assert parse_args(["--out", "x", "--profile", "full", "--train", "10"]).train == 10
+    assert parse_args(["--out", "x"]).profile == "ci" and PROFILES["ci"]["size"] == "micro"
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--epochs", "3"])
+    assert "--epochs" in capsys.readouterr().err
+
+
+def test_unreadable_corpus_is_one_line_and_status_2(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        pretrain(["--out", str(tmp_path / "m"), "--corpus", str(tmp_path / "none")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "train.jsonl" in err[0]
+
+
+def test_sequences_and_schedule() -> None:
+    stream = torch.arange(10, dtype=torch.int32)
+    assert sequences(stream, 4).tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    lrs = [_lr_at(s, 100, 1e-3) for s in range(100)]
+    assert max(lrs) == pytest.approx(1e-3) and lrs[0] < lrs[4] and lrs[-1] < 2e-4
+    assert _lr_at(50, 100, 1e-3, time_fraction=1.0) == pytest.approx(1e-4)
