@@ -36,13 +36,23 @@ class FrozenMLP:
     """
 
     def __init__(self, *, inputs: int, hidden: int, outputs: int, gen: torch.Generator) -> None:
-        self.shapes = {"layers.0": (hidden, inputs), "layers.1": (hidden, hidden), "layers.2": (outputs, hidden)}
-        self.base = {n: (torch.randn(o, i, generator=gen) / i**0.5, 0.1 * torch.randn(o, generator=gen))
-                     for n, (o, i) in self.shapes.items()}
+        self.shapes = {
+            "layers.0": (hidden, inputs),
+            "layers.1": (hidden, hidden),
+            "layers.2": (outputs, hidden),
+        }
+        self.base = {
+            n: (torch.randn(o, i, generator=gen) / i**0.5, 0.1 * torch.randn(o, generator=gen))
+            for n, (o, i) in self.shapes.items()
+        }
 
-    def __call__(self, x: torch.Tensor, genome: LoRAGenome | None, factors: Factors | None = None) -> torch.Tensor:
+    def __call__(
+        self, x: torch.Tensor, genome: LoRAGenome | None, factors: Factors | None = None
+    ) -> torch.Tensor:
         """The MLP with ``genome``'s LoRA updates (or ``factors`` with its scaling): ``(n, in) -> (n, out)``."""
-        factors = factors if factors is not None else (dict(genome.items()) if genome is not None else {})
+        factors = (
+            factors if factors is not None else (dict(genome.items()) if genome is not None else {})
+        )
         scaling = genome.scaling if genome is not None else 0.0
         last = len(self.shapes) - 1
         h = x
@@ -83,13 +93,24 @@ class SurrogateMembers:
     ) -> None:
         """Empty population, lineage, ratings, matchmaker and evolution loop, seeded from ``seed``."""
         self.replacement = replacement or ReplacementConfig()
-        self.population, self.lineage, self.ratings = Population(roles=tuple(roles)), Lineage(), RatingSystem()
+        self.population, self.lineage, self.ratings = (
+            Population(roles=tuple(roles)),
+            Lineage(),
+            RatingSystem(),
+        )
         self.matchmaker = matchmaker or PFSPMatchmaker()
         self.rng = np.random.default_rng(seed)
-        self.evolution = EvolutionLoop(self.population, self.lineage, self.replacement,
-                                       np.random.default_rng(seed + 2), objectives=objectives)
+        self.evolution = EvolutionLoop(
+            self.population,
+            self.lineage,
+            self.replacement,
+            np.random.default_rng(seed + 2),
+            objectives=objectives,
+        )
 
-    def found_members(self, role: str, size: int, weights: tuple[float, ...], make_genome: Any) -> None:
+    def found_members(
+        self, role: str, size: int, weights: tuple[float, ...], make_genome: Any
+    ) -> None:
         """Found ``size`` members of ``role``; ``make_genome()`` returns each founder's genome."""
         for _ in range(size):
             ind = Individual(self.population.new_id(role), role, make_genome(), weights)
@@ -99,9 +120,14 @@ class SurrogateMembers:
         """This step's ``(teacher, student)`` matches by PFSP, past opponents from the hall of fame."""
         hall = self.evolution.hall
         teachers, students = self.population.members("teacher"), self.population.members("student")
-        return self.matchmaker.pair([t.id for t in teachers], [s.id for s in students], self.ratings, self.rng,
-                                    past_teachers={m.key: m.rating for m in hall.members("teacher")},
-                                    past_students={m.key: m.rating for m in hall.members("student")})
+        return self.matchmaker.pair(
+            [t.id for t in teachers],
+            [s.id for s in students],
+            self.ratings,
+            self.rng,
+            past_teachers={m.key: m.rating for m in hall.members("teacher")},
+            past_students={m.key: m.rating for m in hall.members("student")},
+        )
 
     def record_match(self, teacher: str, student: str, solved: float) -> None:
         """Rate a match the student scored ``solved`` in; a frozen opponent's rating does not move."""
@@ -129,8 +155,17 @@ class SurrogateMembers:
         rows = []
         for ind in self.population.living:
             mu, sigma = self.ratings.get(ind.id)
-            rows.append({"step": step, "id": ind.id, "role": ind.role, "mu": mu, "sigma": sigma,
-                         "lcb": conservative_rating(mu, sigma), "objectives": dict(ind.objectives)})
+            rows.append(
+                {
+                    "step": step,
+                    "id": ind.id,
+                    "role": ind.role,
+                    "mu": mu,
+                    "sigma": sigma,
+                    "lcb": conservative_rating(mu, sigma),
+                    "objectives": dict(ind.objectives),
+                }
+            )
         return rows
 
     def genome_of(self, key: str) -> LoRAGenome:
@@ -150,9 +185,13 @@ class SurrogateMembers:
 
     def members_state(self) -> dict[str, Any]:
         """Population, lineage, ratings, evolution loop and matchmaking RNG as plain data."""
-        return {"population": self.population.state_dict(), "lineage": self.lineage.state_dict(),
-                "ratings": self.ratings.state_dict(), "evolution": self.evolution.state_dict(),
-                "rng": self.rng.bit_generator.state}
+        return {
+            "population": self.population.state_dict(),
+            "lineage": self.lineage.state_dict(),
+            "ratings": self.ratings.state_dict(),
+            "evolution": self.evolution.state_dict(),
+            "rng": self.rng.bit_generator.state,
+        }
 
     def load_members_state(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`members_state` returned (extra keys are ignored)."""

@@ -24,4 +24,14 @@ from redqueen.environments.games.focusing import Focusing
 from redqueen.environments.games.intransitive import Intransitive
 from redqueen.environments.games.ladder import Ladder
 
-__all__ = ["GAMES", "CompareOnOne", "Focusing", "Game", "GamesEnv", "Intransitive", "Ladder", "NumbersGame", "detectors"]
+__all__ = [
+    "GAMES",
+    "CompareOnOne",
+    "Focusing",
+    "Game",
+    "GamesEnv",
+    "Intransitive",
+    "Ladder",
+    "NumbersGame",
+    "detectors",
+]

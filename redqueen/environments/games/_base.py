@@ -53,7 +53,9 @@ class Game(ABC):
         return {name: getattr(self, name) for name in self.parameters()}
 
     @abstractmethod
-    def success(self, answers: torch.Tensor, tasks: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    def success(
+        self, answers: torch.Tensor, tasks: torch.Tensor, gen: torch.Generator
+    ) -> torch.Tensor:
         """Whether each answer solves its task: ``answers (n, t, dim)``, ``tasks (t, dim)`` ->
         ``(n, t)`` bool; ``gen`` draws any chance in the rule."""
 

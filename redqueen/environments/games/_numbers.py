@@ -32,7 +32,9 @@ class NumbersGame(Game):
     def dimension(self, answers: torch.Tensor, tasks: torch.Tensor) -> torch.Tensor:
         """Index of the compared dimension for broadcast ``answers`` and ``tasks`` (``(..., dim)`` -> ``(...)``)."""
 
-    def success(self, answers: torch.Tensor, tasks: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    def success(
+        self, answers: torch.Tensor, tasks: torch.Tensor, gen: torch.Generator
+    ) -> torch.Tensor:
         tasks = tasks.expand_as(answers)  # (n, t, dim)
         on = self.dimension(answers, tasks).unsqueeze(-1)
         return (answers.gather(-1, on) > tasks.gather(-1, on)).squeeze(-1)

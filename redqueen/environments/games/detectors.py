@@ -26,7 +26,12 @@ from itertools import combinations
 import numpy as np
 
 #: Where each detector fires: ``value > threshold`` (``collapse``: ``value < threshold``).
-THRESHOLDS: dict[str, float] = {"disengagement": 0.5, "cycling": 0.1, "focusing": 0.5, "collapse": -0.01}
+THRESHOLDS: dict[str, float] = {
+    "disengagement": 0.5,
+    "cycling": 0.1,
+    "focusing": 0.5,
+    "collapse": -0.01,
+}
 
 
 def disengagement(solve_rates: Sequence[float | None]) -> float:
@@ -64,7 +69,8 @@ def cycling(solver_score: Sequence[Sequence[float]], *, margin: float = 0.0) -> 
     cyclic = sum(
         1
         for a, b, c in combinations(range(n), 3)
-        if (beats[a, b] and beats[b, c] and beats[c, a]) or (beats[b, a] and beats[c, b] and beats[a, c])
+        if (beats[a, b] and beats[b, c] and beats[c, a])
+        or (beats[b, a] and beats[c, b] and beats[a, c])
     )
     return cyclic / (n * (n - 1) * (n - 2) / 6)
 

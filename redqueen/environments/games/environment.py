@@ -13,6 +13,7 @@ from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, o
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.games import detectors
 from redqueen.environments.games._base import GAMES, Game
+from redqueen.environments.games._reinforce import reinforce_step
 from redqueen.evo import ReplacementConfig
 from redqueen.fitness import (
     Objectives,
@@ -105,18 +106,38 @@ class GamesEnv(SurrogateMembers, Environment):
         student_reward: StudentReward | None = None,
         seed: int = 0,
     ) -> None:
-        for name, value in (("teachers", teachers), ("students", students), ("hidden", hidden),
-                            ("tasks_per_teacher", tasks_per_teacher), ("answers_per_task", answers_per_task),
-                            ("window", window)):
+        for name, value in (
+            ("teachers", teachers),
+            ("students", students),
+            ("hidden", hidden),
+            ("tasks_per_teacher", tasks_per_teacher),
+            ("answers_per_task", answers_per_task),
+            ("window", window),
+        ):
             if value < 1:
                 raise ValueError(f"{name}: must be >= 1, got {value}")
-        for name, value in (("exploration", exploration), ("domain", domain), ("max_grad_norm", max_grad_norm)):
+        for name, value in (
+            ("exploration", exploration),
+            ("domain", domain),
+            ("max_grad_norm", max_grad_norm),
+        ):
             if not value > 0:
                 raise ValueError(f"{name}: must be > 0, got {value}")
         self.game = game if isinstance(game, Game) else GAMES[game](**dict(game_params or {}))
-        self.game_name = next((n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__)
-        self.n_tasks, self.n_answers, self.exploration = int(tasks_per_teacher), int(answers_per_task), float(exploration)
-        self.domain, self.learn, self.lr, self.max_grad_norm = float(domain), bool(learn), float(lr), float(max_grad_norm)
+        self.game_name = next(
+            (n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__
+        )
+        self.n_tasks, self.n_answers, self.exploration = (
+            int(tasks_per_teacher),
+            int(answers_per_task),
+            float(exploration),
+        )
+        self.domain, self.learn, self.lr, self.max_grad_norm = (
+            float(domain),
+            bool(learn),
+            float(lr),
+            float(max_grad_norm),
+        )
         self.window, self.seed = int(window), int(seed)
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
@@ -126,16 +147,32 @@ class GamesEnv(SurrogateMembers, Environment):
         gen = torch.Generator().manual_seed(self.seed)
         self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=hidden, outputs=self.game.dim, gen=gen)
         self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
-        self.setup_members(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
-                           objectives=self.objectives, seed=self.seed)
+        self.setup_members(
+            roles=ROLES,
+            replacement=replacement,
+            matchmaker=matchmaker,
+            objectives=self.objectives,
+            seed=self.seed,
+        )
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.step_count = 0
         self.difficulty_history: list[float] = []
         self._frozen_points: dict[str, torch.Tensor] = {}  # hall-of-fame genomes never change
         for role, size in (("teacher", teachers), ("student", students)):
-            self.found_members(role, size, self.objectives[role].weights,
-                               lambda: LoRAGenome.random(self.mlp.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
-                                                         std=init_std, base_model="surrogate-games-mlp"))
+            self.found_members(
+                role,
+                size,
+                self.objectives[role].weights,
+                lambda: LoRAGenome.random(
+                    self.mlp.shapes,
+                    rank=rank,
+                    alpha=alpha,
+                    rng=gen,
+                    init=init,
+                    std=init_std,
+                    base_model="surrogate-games-mlp",
+                ),
+            )
         self.origin = self.points("student").mean(0)  # where the founding students stand
 
     @classmethod
@@ -143,35 +180,16 @@ class GamesEnv(SurrogateMembers, Environment):
         """Build from an experiment configuration: ``environment.options`` holds ``game`` (a
         name in :data:`GAMES`), the game's settings and this class's own; unknown names and
         bad values are a :class:`~redqueen.experiments.config.ConfigError` naming the option."""
-        from redqueen.experiments.build import standard_kwargs
-        from redqueen.experiments.config import ConfigError
+        from redqueen.environments.games._config import games_from_config
 
-        options = dict(cfg.environment.options)
-        name = options.pop("game", "ladder")
-        if not isinstance(name, str) or name not in GAMES:
-            raise ConfigError(f"environment.options.game: unknown game {name!r} (known: {', '.join(sorted(GAMES))})")
-        game_cls = GAMES[name]
-        standard = standard_kwargs(cfg)
-        own = set(_own_settings()) - {"game", "game_params"} - set(standard)
-        game_params = {k: options.pop(k) for k in list(options) if k in game_cls.parameters()}
-        for key in options:
-            if key not in own:
-                known = ", ".join(sorted(own | set(game_cls.parameters())))
-                raise ConfigError(f"environment.options.{key}: not a setting of game {name!r} (accepted: {known})")
-        try:
-            game = game_cls(**game_params)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(f"environment.options.{error}") from None
-        kwargs = {k: make() for k, make in standard.items() if k in _own_settings()}
-        try:
-            return cls(game=game, **kwargs, **options)
-        except (TypeError, ValueError) as error:
-            field = str(error).split(":", 1)[0]
-            where = f"environment.options.{error}" if field in options else f"environment: cannot build 'games': {error}"
-            raise ConfigError(where) from None
+        return games_from_config(cls, cfg)
 
     # -- the model -------------------------------------------------------------------------
-    def point(self, genome: LoRAGenome, factors: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
+    def point(
+        self,
+        genome: LoRAGenome,
+        factors: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> torch.Tensor:
         """Where ``genome`` stands in the game: the frozen MLP of the fixed probe, ``(dim,)``."""
         return self.mlp(self.probe, genome, factors)[0]
 
@@ -204,9 +222,12 @@ class GamesEnv(SurrogateMembers, Environment):
         rows, rates = [], []
         for tid, sid in pairs:
             centre_t, centre_s = centres[tid], centres[sid]
-            tasks = centre_t + self.exploration * torch.randn(self.n_tasks, self.game.dim, generator=self.torch_rng)
-            answers = centre_s + self.exploration * torch.randn(self.n_answers, self.n_tasks, self.game.dim,
-                                                                generator=self.torch_rng)
+            tasks = centre_t + self.exploration * torch.randn(
+                self.n_tasks, self.game.dim, generator=self.torch_rng
+            )
+            answers = centre_s + self.exploration * torch.randn(
+                self.n_answers, self.n_tasks, self.game.dim, generator=self.torch_rng
+            )
             valid = torch.isfinite(tasks).all(1) & (tasks.abs().amax(1) <= self.domain)
             correct = self.game.success(answers, tasks, self.torch_rng)  # (answers, tasks)
             paid = torch.where(correct, self.student_reward.correct, self.student_reward.wrong)
@@ -217,15 +238,31 @@ class GamesEnv(SurrogateMembers, Environment):
                 rho = rho_all[j] if ok else None
                 reward = self.teacher_reward(ok, rho)
                 if ok:
-                    reward = (1.0 - self.game.coupling) * reward + self.game.coupling * student_paid[j]
+                    reward = (
+                        1.0 - self.game.coupling
+                    ) * reward + self.game.coupling * student_paid[j]
                     match_rates.append(rho)
                 teacher_paid.append(reward)
-                rows.append({"step": step, "teacher": tid, "student": sid, "task_type": self.game_name,
-                             "valid": ok, "reason": None if ok else "out_of_domain",
-                             "complexity": self.game.difficulty(tasks[j : j + 1]) if ok else None,
-                             "solve_rate": rho, "teacher_reward": reward})
+                rows.append(
+                    {
+                        "step": step,
+                        "teacher": tid,
+                        "student": sid,
+                        "task_type": self.game_name,
+                        "valid": ok,
+                        "reason": None if ok else "out_of_domain",
+                        "complexity": self.game.difficulty(tasks[j : j + 1]) if ok else None,
+                        "solve_rate": rho,
+                        "teacher_reward": reward,
+                    }
+                )
             _add(samples, tid, tasks, torch.tensor(teacher_paid))
-            _add(samples, sid, answers[:, valid].reshape(-1, self.game.dim), paid[:, valid].reshape(-1))
+            _add(
+                samples,
+                sid,
+                answers[:, valid].reshape(-1, self.game.dim),
+                paid[:, valid].reshape(-1),
+            )
             rates.extend(match_rates)
             self.record_match(tid, sid, float(np.mean(match_rates)) if match_rates else 1.0)
         informative = self._learn(samples) if self.learn else 0.0
@@ -235,8 +272,14 @@ class GamesEnv(SurrogateMembers, Environment):
         births, deaths = self.finish_step(step)
         metrics["seconds"] = time.perf_counter() - start
         self.step_count += 1
-        return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=self.rating_rows(step),
-                          births=births, deaths=deaths)
+        return StepRecord(
+            step=step,
+            metrics=metrics,
+            tasks=rows,
+            ratings=self.rating_rows(step),
+            births=births,
+            deaths=deaths,
+        )
 
     def _learn(self, samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]]) -> float:
         """One REINFORCE step per living member that played; returns the informative share
@@ -245,29 +288,32 @@ class GamesEnv(SurrogateMembers, Environment):
         for ind in self.population.living:
             if ind.id not in samples:
                 continue
-            actions, rewards = torch.cat(samples[ind.id][0]), torch.cat(samples[ind.id][1])  # (m, dim), (m,)
+            actions, rewards = (
+                torch.cat(samples[ind.id][0]),
+                torch.cat(samples[ind.id][1]),
+            )  # (m, dim), (m,)
             total += rewards.numel()
             spread = rewards.std(unbiased=False) if rewards.numel() > 1 else torch.tensor(0.0)
             if spread < 1e-8:
                 continue  # every sample paid the same: no signal (as in the code game)
             advantage = (rewards - rewards.mean()) / spread
             informative += int((advantage != 0).sum())
-            factors = {n: (a.clone().requires_grad_(), b.clone().requires_grad_()) for n, (a, b) in ind.genome.items()}
-            centre = self.point(ind.genome, factors)
-            log_prob = -((actions - centre) ** 2).sum(1) / (2 * self.exploration**2)
-            loss = -(advantage * log_prob).mean()
-            params = [t for pair in factors.values() for t in pair]
-            grads = torch.autograd.grad(loss, params)
-            norm = torch.sqrt(sum((g**2).sum() for g in grads))
-            scale = self.lr * min(1.0, self.max_grad_norm / float(norm + 1e-12))
-            it = iter(grads)
-            ind.genome = ind.genome.replace(
-                {n: ((a - scale * next(it)).detach(), (b - scale * next(it)).detach()) for n, (a, b) in factors.items()}
+            ind.genome = reinforce_step(
+                ind.genome,
+                lambda g, f: self.point(g, f),
+                actions,
+                advantage,
+                exploration=self.exploration,
+                lr=self.lr,
+                max_grad_norm=self.max_grad_norm,
             )
         return informative / total if total else 0.0
 
-    def _describe(self, samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
-                  points: Mapping[str, torch.Tensor]) -> None:
+    def _describe(
+        self,
+        samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
+        points: Mapping[str, torch.Tensor],
+    ) -> None:
         """Objectives, lexicase cases (scores against every living opponent) and descriptors."""
         teachers, students = points["teacher"], points["student"]
         scores = self.game.score(students, teachers)  # (teachers, students)
@@ -275,16 +321,32 @@ class GamesEnv(SurrogateMembers, Environment):
             for i, ind in enumerate(self.population.members(role)):
                 rewards = torch.cat(samples[ind.id][1]) if ind.id in samples else torch.zeros(0)
                 key = f"{role}_reward"
-                ind.objectives[key] = float(rewards.mean()) if rewards.numel() else ind.objectives.get(key, 0.0)
-                ind.cases = (1.0 - scores[i] if role == "teacher" else scores[:, i]).numpy().astype(float)
-                ind.objectives["solve_rate"] = float(1.0 - ind.cases.mean() if role == "teacher" else ind.cases.mean())
+                ind.objectives[key] = (
+                    float(rewards.mean()) if rewards.numel() else ind.objectives.get(key, 0.0)
+                )
+                ind.cases = (
+                    (1.0 - scores[i] if role == "teacher" else scores[:, i]).numpy().astype(float)
+                )
+                ind.objectives["solve_rate"] = float(
+                    1.0 - ind.cases.mean() if role == "teacher" else ind.cases.mean()
+                )
                 ind.descriptor = points[role][i].numpy().astype(float)
             members = self.population.members(role)
-            for ind, score in zip(members, novelty_scores(np.vstack([m.descriptor for m in members]), k=3), strict=True):
+            for ind, score in zip(
+                members,
+                novelty_scores(np.vstack([m.descriptor for m in members]), k=3),
+                strict=True,
+            ):
                 ind.objectives["novelty"] = float(score)
 
-    def _metrics(self, step: int, rows: list[dict[str, Any]], rates: list[float], informative: float,
-                 points: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    def _metrics(
+        self,
+        step: int,
+        rows: list[dict[str, Any]],
+        rates: list[float],
+        informative: float,
+        points: Mapping[str, torch.Tensor],
+    ) -> dict[str, float]:
         students, teachers = points["student"], points["teacher"]
         difficulty = self.game.difficulty(teachers)
         self.difficulty_history = [*self.difficulty_history, difficulty][-self.window :]
@@ -296,8 +358,16 @@ class GamesEnv(SurrogateMembers, Environment):
             "valid_share": len(rates) / max(1, len(rows)),
             "informative_share": informative,
             "best_rating": max(self.ratings.lcb(m.id) for m in self.population.living),
-            "behavioural_diversity": float(np.mean([behavioural_diversity(np.vstack(
-                [m.descriptor for m in self.population.members(r)])) for r in ROLES])),
+            "behavioural_diversity": float(
+                np.mean(
+                    [
+                        behavioural_diversity(
+                            np.vstack([m.descriptor for m in self.population.members(r)])
+                        )
+                        for r in ROLES
+                    ]
+                )
+            ),
             "objective_skill": self.game.skill(students),
             "objective_difficulty": difficulty,
             "disengagement": detectors.disengagement(rates),
@@ -315,25 +385,44 @@ class GamesEnv(SurrogateMembers, Environment):
         against every teacher frozen at snapshot ``i`` (no sampling), the layout of
         ``solver_score`` in :func:`redqueen.experiments.ciao.ciao_matrix`."""
         hall, steps = self.evolution.hall, self.evolution.hall.steps
-        at = {s: {r: torch.stack([self.point_of(m.key) for m in hall.at(s) if m.role == r]) for r in ROLES}
-              for s in steps}
+        at = {
+            s: {
+                r: torch.stack([self.point_of(m.key) for m in hall.at(s) if m.role == r])
+                for r in ROLES
+            }
+            for s in steps
+        }
         kept = {m.key for s in steps for m in hall.at(s)}
         self._frozen_points = {k: v for k, v in self._frozen_points.items() if k in kept}
-        matrix = [[float(self.game.score(at[j]["student"], at[i]["teacher"]).mean()) for j in steps] for i in steps]
+        matrix = [
+            [float(self.game.score(at[j]["student"], at[i]["teacher"]).mean()) for j in steps]
+            for i in steps
+        ]
         return list(steps), matrix
 
-    def play_matches(self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int) -> list[float]:
+    def play_matches(
+        self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int
+    ) -> list[float]:
         """Expected scores of ``(teacher genome, student genome)`` matches (exact, so ``seed``
         changes nothing); no state is touched. Used by ``redqueen ciao``."""
         with torch.no_grad(), one_thread():
-            return [float(self.game.score(self.point(s)[None], self.point(t)[None])[0, 0]) for t, s in pairs]
+            return [
+                float(self.game.score(self.point(s)[None], self.point(t)[None])[0, 0])
+                for t, s in pairs
+            ]
 
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Genomes, lineage, ratings, hall of fame, step count, detector history and every RNG state."""
-        return {"seed": self.seed, "game": self.game_name, "game_settings": self.game.settings(),
-                "step_count": self.step_count, **self.members_state(), "torch_rng": self.torch_rng.get_state(),
-                "difficulty_history": list(self.difficulty_history)}
+        return {
+            "seed": self.seed,
+            "game": self.game_name,
+            "game_settings": self.game.settings(),
+            "step_count": self.step_count,
+            **self.members_state(),
+            "torch_rng": self.torch_rng.get_state(),
+            "difficulty_history": list(self.difficulty_history),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned.
@@ -344,21 +433,21 @@ class GamesEnv(SurrogateMembers, Environment):
         mine = (self.seed, self.game_name, self.game.settings())
         theirs = (state["seed"], state["game"], state["game_settings"])
         if mine != theirs:
-            raise ValueError(f"GamesEnv: checkpoint (seed, game, settings) {theirs} != environment's {mine}")
+            raise ValueError(
+                f"GamesEnv: checkpoint (seed, game, settings) {theirs} != environment's {mine}"
+            )
         self.step_count = int(state["step_count"])
         self.load_members_state(state)
         self.torch_rng.set_state(state["torch_rng"])
         self.difficulty_history = [float(v) for v in state["difficulty_history"]]
 
 
-def _own_settings() -> list[str]:
-    import inspect
-
-    return [p.name for p in inspect.signature(GamesEnv.__init__).parameters.values() if p.kind is p.KEYWORD_ONLY]
-
-
-def _add(samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]], key: str,
-         actions: torch.Tensor, rewards: torch.Tensor) -> None:
+def _add(
+    samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
+    key: str,
+    actions: torch.Tensor,
+    rewards: torch.Tensor,
+) -> None:
     acts, paid = samples.setdefault(key, ([], []))
     acts.append(actions)
     paid.append(rewards.float())

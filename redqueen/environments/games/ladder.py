@@ -24,7 +24,9 @@ class Ladder(Game):
 
     dim = 1
 
-    def success(self, answers: torch.Tensor, tasks: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    def success(
+        self, answers: torch.Tensor, tasks: torch.Tensor, gen: torch.Generator
+    ) -> torch.Tensor:
         p = torch.sigmoid(answers[..., 0] - tasks[..., 0])  # (n, t)
         return torch.rand(p.shape, generator=gen) < p
 
