@@ -11,8 +11,8 @@ import torch
 
 from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, one_thread
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
-from redqueen.environments.games import detectors
 from redqueen.environments.games._base import GAMES, Game
+from redqueen.environments.games._measures import objective_measures
 from redqueen.environments.games._reinforce import reinforce_step
 from redqueen.evo import ReplacementConfig
 from redqueen.fitness import (
@@ -106,38 +106,22 @@ class GamesEnv(SurrogateMembers, Environment):
         student_reward: StudentReward | None = None,
         seed: int = 0,
     ) -> None:
-        for name, value in (
-            ("teachers", teachers),
-            ("students", students),
-            ("hidden", hidden),
-            ("tasks_per_teacher", tasks_per_teacher),
-            ("answers_per_task", answers_per_task),
-            ("window", window),
-        ):
+        counts = dict(teachers=teachers, students=students, hidden=hidden, window=window,
+                      tasks_per_teacher=tasks_per_teacher, answers_per_task=answers_per_task)
+        for name, value in counts.items():
             if value < 1:
                 raise ValueError(f"{name}: must be >= 1, got {value}")
-        for name, value in (
-            ("exploration", exploration),
-            ("domain", domain),
-            ("max_grad_norm", max_grad_norm),
-        ):
+        scales = dict(exploration=exploration, domain=domain, max_grad_norm=max_grad_norm)
+        for name, value in scales.items():
             if not value > 0:
                 raise ValueError(f"{name}: must be > 0, got {value}")
         self.game = game if isinstance(game, Game) else GAMES[game](**dict(game_params or {}))
         self.game_name = next(
             (n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__
         )
-        self.n_tasks, self.n_answers, self.exploration = (
-            int(tasks_per_teacher),
-            int(answers_per_task),
-            float(exploration),
-        )
-        self.domain, self.learn, self.lr, self.max_grad_norm = (
-            float(domain),
-            bool(learn),
-            float(lr),
-            float(max_grad_norm),
-        )
+        self.n_tasks, self.n_answers = int(tasks_per_teacher), int(answers_per_task)
+        self.exploration, self.domain, self.learn = float(exploration), float(domain), bool(learn)
+        self.lr, self.max_grad_norm = float(lr), float(max_grad_norm)
         self.window, self.seed = int(window), int(seed)
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
@@ -147,32 +131,18 @@ class GamesEnv(SurrogateMembers, Environment):
         gen = torch.Generator().manual_seed(self.seed)
         self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=hidden, outputs=self.game.dim, gen=gen)
         self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
-        self.setup_members(
-            roles=ROLES,
-            replacement=replacement,
-            matchmaker=matchmaker,
-            objectives=self.objectives,
-            seed=self.seed,
-        )
+        self.setup_members(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
+                           objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.step_count = 0
         self.difficulty_history: list[float] = []
         self._frozen_points: dict[str, torch.Tensor] = {}  # hall-of-fame genomes never change
+        def founder() -> LoRAGenome:
+            return LoRAGenome.random(self.mlp.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
+                                     std=init_std, base_model="surrogate-games-mlp")
+
         for role, size in (("teacher", teachers), ("student", students)):
-            self.found_members(
-                role,
-                size,
-                self.objectives[role].weights,
-                lambda: LoRAGenome.random(
-                    self.mlp.shapes,
-                    rank=rank,
-                    alpha=alpha,
-                    rng=gen,
-                    init=init,
-                    std=init_std,
-                    base_model="surrogate-games-mlp",
-                ),
-            )
+            self.found_members(role, size, self.objectives[role].weights, founder)
         self.origin = self.points("student").mean(0)  # where the founding students stand
 
     @classmethod
@@ -351,32 +321,28 @@ class GamesEnv(SurrogateMembers, Environment):
         difficulty = self.game.difficulty(teachers)
         self.difficulty_history = [*self.difficulty_history, difficulty][-self.window :]
         progress = (students.mean(0) - self.origin).numpy()
-        metrics = {
+        diversity = [
+            behavioural_diversity(np.vstack([m.descriptor for m in self.population.members(r)]))
+            for r in ROLES
+        ]
+        return {
             "step": float(step),
             "solve_rate": float(np.mean(rates)) if rates else 0.0,
             "teacher_reward": float(np.mean([r["teacher_reward"] for r in rows])),
             "valid_share": len(rates) / max(1, len(rows)),
             "informative_share": informative,
             "best_rating": max(self.ratings.lcb(m.id) for m in self.population.living),
-            "behavioural_diversity": float(
-                np.mean(
-                    [
-                        behavioural_diversity(
-                            np.vstack([m.descriptor for m in self.population.members(r)])
-                        )
-                        for r in ROLES
-                    ]
-                )
+            "behavioural_diversity": float(np.mean(diversity)),
+            **objective_measures(
+                self.game,
+                students,
+                difficulty,
+                rates=rates,
+                progress=progress,
+                history=self.difficulty_history,
+                ciao=self.ciao()[1] if len(self.evolution.hall) >= 3 else None,
             ),
-            "objective_skill": self.game.skill(students),
-            "objective_difficulty": difficulty,
-            "disengagement": detectors.disengagement(rates),
-            "cycling": detectors.cycling(self.ciao()[1]) if len(self.evolution.hall) >= 3 else 0.0,
-            "focusing": detectors.focusing(progress),
-            "collapse": detectors.collapse(self.difficulty_history),
         }
-        metrics.update({f"skill_dim_{i}": float(v) for i, v in enumerate(students.mean(0))})
-        return metrics
 
     # -- outside the run -------------------------------------------------------------------
     def ciao(self) -> tuple[list[int], list[list[float]]]:
