@@ -135,9 +135,10 @@ def test_the_ladder_learns_from_samples_and_coupling_changes_the_teachers_aim():
 
 
 def test_presets_run_and_bad_settings_are_one_line_config_errors(tmp_path):
-    env = build_environment(load_config("game-intransitive", ["steps=1"]))
-    assert isinstance(env, GamesEnv) and env.game_name == "intransitive"
-    assert set(MEASURES) <= set(env.step().metrics)
+    for name in NAMES:
+        env = build_environment(load_config(f"game-{name.replace('_', '-')}", ["steps=1"]))
+        assert isinstance(env, GamesEnv) and env.game_name == name
+        assert set(MEASURES) <= set(env.step().metrics)
     env = build_environment(load_config("game-ladder", ["environment.options.coupling=0.7"]))
     assert env.game.coupling == 0.7
     for override, field in (
