@@ -39,9 +39,9 @@ from redqueen.engine import (
     SamplingParams,
     whiten_advantages,
 )
-from redqueen.tinycoder.corpus import entry_task, load_corpus
 from redqueen.fitness import StudentReward
 from redqueen.genomes import LoRAGenome
+from redqueen.tinycoder.corpus import entry_task, load_corpus
 from redqueen.verifiers import AnswerStatus, CodeTask, Executor, check_answer
 from redqueen.verifiers.formats import STOP_STRINGS, parse_solution, solve_completion, solve_prompt
 

@@ -14,23 +14,21 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, one_thread
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
-from redqueen.evo import EvolutionLoop, Individual, Lineage, Population, ReplacementConfig
+from redqueen.evo import ReplacementConfig
 from redqueen.fitness import (
     Objectives,
     PFSPMatchmaker,
-    RatingSystem,
     StudentReward,
     TeacherReward,
     behavioural_diversity,
-    conservative_rating,
     genotypic_diversity,
     hypervolumes,
 )
@@ -40,7 +38,7 @@ ROLES = ("teacher", "student")
 
 
 @ENVIRONMENTS.register("surrogate")
-class SurrogateEnv(Environment):
+class SurrogateEnv(SurrogateMembers, Environment):
     """Teachers propose vector tasks, students answer them; LoRA genomes on a frozen torch MLP.
 
     Args:
@@ -111,33 +109,26 @@ class SurrogateEnv(Environment):
         self.learn, self.lr, self.seed = bool(learn), float(lr), int(seed)
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
-        self.replacement = replacement or ReplacementConfig()
         wanted = {role: tuple(names) for role, names in (objectives or {}).items() if role in ROLES}
         self.objectives = {role: Objectives(wanted.get(role, ("rating",))) for role in ROLES}
 
         gen = torch.Generator().manual_seed(self.seed)
-        self.shapes = {"layers.0": (hidden, dim), "layers.1": (hidden, hidden), "layers.2": (dim, hidden)}
-        self.base = {n: (torch.randn(o, i, generator=gen) / i**0.5, 0.1 * torch.randn(o, generator=gen))
-                     for n, (o, i) in self.shapes.items()}
+        self.mlp = FrozenMLP(inputs=dim, hidden=hidden, outputs=dim, gen=gen)
+        self.shapes = self.mlp.shapes
         self.target = 2.0 * torch.randn(dim, dim, generator=gen) / dim**0.5  # f*(x) = sin(W x)
         self.benchmark = torch.rand(64, dim, generator=gen) * 2 - 1  # held-out tasks for evaluate()
 
-        self.population, self.lineage, self.ratings = Population(roles=ROLES), Lineage(), RatingSystem()
-        self.matchmaker = matchmaker or PFSPMatchmaker()
-        self.rng = np.random.default_rng(self.seed)
+        self.setup_members(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
+                           objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
-        self.evolution = EvolutionLoop(self.population, self.lineage, self.replacement,
-                                       np.random.default_rng(self.seed + 2), objectives=self.objectives)
         self.signatures: set[str] = set()
         self.hv_reference: dict[str, list[float]] = {}
         self.step_count = 0
         self._skipped_updates = 0  # of the last step
         for role, size in (("teacher", teachers), ("student", students)):
-            for _ in range(size):
-                genome = LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
-                                           std=init_std, base_model="surrogate-mlp")
-                ind = Individual(self.population.new_id(role), role, genome, self.objectives[role].weights)
-                self.evolution.found(ind, self.ratings)
+            self.found_members(role, size, self.objectives[role].weights,
+                               lambda: LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
+                                                         std=init_std, base_model="surrogate-mlp"))
         self._pool = None
         if workers > 0:  # replicas rebuild the same frozen model from the same seed
             from redqueen.engine.distributed import ActorMap
@@ -150,18 +141,7 @@ class SurrogateEnv(Environment):
     def forward(self, x: torch.Tensor, genome: LoRAGenome | None,
                 factors: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None) -> torch.Tensor:
         """The frozen MLP with ``genome``'s LoRA updates: ``(n, d) -> (n, d)``."""
-        factors = factors if factors is not None else (dict(genome.items()) if genome is not None else {})
-        scaling = genome.scaling if genome is not None else 0.0
-        last = len(self.shapes) - 1
-        h = x
-        for i, name in enumerate(self.shapes):
-            w, b = self.base[name]
-            out = h @ w.T + b
-            if name in factors:
-                a, bb = factors[name]
-                out = out + scaling * (h @ a.T) @ bb.T  # (n, r) -> (n, out)
-            h = torch.tanh(out) if i < last else out
-        return h
+        return self.mlp(x, genome, factors)
 
     def solution(self, x: torch.Tensor) -> torch.Tensor:
         """The hidden target ``f*(x) = sin(W x)``."""
@@ -190,7 +170,7 @@ class SurrogateEnv(Environment):
         Raises:
             ValueError: On an unknown role.
         """
-        with torch.no_grad(), _one_thread():
+        with torch.no_grad(), one_thread():
             if role == "student":
                 err = self.error(genome, self.benchmark)
                 return {"solve_rate": float((err < self.tolerance).float().mean()), "error": float(err.mean())}
@@ -210,19 +190,15 @@ class SurrogateEnv(Environment):
     # -- one step --------------------------------------------------------------------------
     def step(self) -> StepRecord:
         """Match, propose, answer, reward, learn, rate, and replace when due."""
-        with _one_thread():
+        with one_thread():
             return self._step()
 
     def _step(self) -> StepRecord:
         start, step = time.perf_counter(), self.step_count
-        teachers, students = self.population.members("teacher"), self.population.members("student")
-        hall = self.evolution.hall
-        pairs = self.matchmaker.pair([t.id for t in teachers], [s.id for s in students], self.ratings, self.rng,
-                                     past_teachers={m.key: m.rating for m in hall.members("teacher")},
-                                     past_students={m.key: m.rating for m in hall.members("student")})
+        pairs = self.pair()
         probes = torch.randn(len(pairs), self.n_tasks, self.dim, generator=self.torch_rng)
         noises = [torch.randn(self.n_answers, self.n_tasks, self.dim, generator=self.torch_rng) for _ in pairs]
-        games = self._map("play", [(self._genome(tid), self._genome(sid), probe, noise)
+        games = self._map("play", [(self.genome_of(tid), self.genome_of(sid), probe, noise)
                                    for (tid, sid), probe, noise in zip(pairs, probes, noises, strict=True)])
         rows, seen = [], {ind.id: _Seen() for ind in self.population.living}
         for key in {k for pair in pairs for k in pair if k not in seen}:
@@ -241,27 +217,15 @@ class SurrogateEnv(Environment):
                     seen[sid].add(float(np.mean([self.student_reward(s) for s in statuses[:, j]])), rho, tasks[j], None)
                 rows.append(self._task_row(step, tid, sid, tasks[j], ok, rho))
             solved = float(np.mean(rates)) if rates else 1.0  # no valid task: the student wins
-            if tid in self.population and sid in self.population:
-                self.ratings.record_score(tid, sid, 1.0 - solved, solved)
-            elif tid in self.population:
-                self.ratings.record_against(tid, self._frozen_rating(sid), 1.0 - solved, solved)
-            else:
-                self.ratings.record_against(sid, self._frozen_rating(tid), solved, 1.0 - solved)
+            self.record_match(tid, sid, solved)
         if self.learn:
             self._learn(seen)
         self._describe(seen)
         metrics = self._metrics(step, rows)
-        births, deaths = [], []
-        if self.replacement.due(step):
-            born, deaths = self.evolution.replace(step + 1, self.ratings)
-            births = [b.id for b in born]
-        self.evolution.sync_ratings(self.ratings)
-        if self.replacement.snapshot_due(step):
-            self.evolution.snapshot(step + 1)
-        self.lineage.update_fitness(self.population.living)
+        births, deaths = self.finish_step(step)
         metrics["seconds"] = time.perf_counter() - start
         self.step_count += 1
-        return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=self._rating_rows(step),
+        return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=self.rating_rows(step),
                           births=births, deaths=deaths)
 
     # -- the work of one step, per match and per member (run here or on Ray replicas) ------
@@ -277,7 +241,7 @@ class SurrogateEnv(Environment):
         Returns:
             ``(tasks (t, d), valid (t,), answers (n, t, d), max-norm errors (n, t))``.
         """
-        with torch.no_grad(), _one_thread():
+        with torch.no_grad(), one_thread():
             tasks, pre = self.propose(teacher, probe)
             valid = self.is_valid(pre)
             answers = self.forward(tasks, student) + self.answer_noise * noise  # (answers, tasks, d)
@@ -319,7 +283,7 @@ class SurrogateEnv(Environment):
             The new genome, or ``None`` when the loss or the gradient is not finite (the update
             is skipped and the member keeps its genome).
         """
-        with _one_thread():
+        with one_thread():
             factors = {n: (a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_())
                        for n, (a, b) in genome.items()}
             if role == "teacher":
@@ -355,7 +319,7 @@ class SurrogateEnv(Environment):
         """One gradient step per member that played; genomes are replaced, never edited."""
         members = [ind for ind in self.population.living if seen[ind.id].probes or seen[ind.id].tasks]
         items = [(ind.role, ind.genome,
-                  self._genome(seen[ind.id].partner) if ind.role == "teacher" else None,
+                  self.genome_of(seen[ind.id].partner) if ind.role == "teacher" else None,
                   seen[ind.id].probes, seen[ind.id].tasks) for ind in members]
         self._skipped_updates = 0
         for ind, genome in zip(members, self._map("update", items), strict=True):
@@ -429,38 +393,12 @@ class SurrogateEnv(Environment):
             "learner_skipped": float(self._skipped_updates),
         }
 
-    def _rating_rows(self, step: int) -> list[dict[str, Any]]:
-        rows = []
-        for ind in self.population.living:
-            mu, sigma = self.ratings.get(ind.id)
-            rows.append({"step": step, "id": ind.id, "role": ind.role, "mu": mu, "sigma": sigma,
-                         "lcb": conservative_rating(mu, sigma), "objectives": dict(ind.objectives)})
-        return rows
-
-    def _genome(self, key: str) -> LoRAGenome:
-        """A living member's genome, or a frozen hall-of-fame member's (``"<id>@<step>"``)."""
-        if key in self.population:
-            return self.population.get(key).genome
-        return self.evolution.hall.get(key).genome
-
-    def _frozen_rating(self, key: str) -> tuple[float, float]:
-        rating = self.evolution.hall.get(key).rating
-        return rating if rating is not None else (self.ratings.mu, self.ratings.sigma)
-
-    def snapshots(self) -> dict[int, list[Any]]:
-        """The hall of fame's kept snapshots (step -> frozen members), for the run directory."""
-        return {step: self.evolution.hall.at(step) for step in self.evolution.hall.steps}
-
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Genomes, lineage, ratings, coverage, step count and every RNG state."""
-        return {
-            "seed": self.seed, "step_count": self.step_count,
-            "population": self.population.state_dict(), "lineage": self.lineage.state_dict(),
-            "ratings": self.ratings.state_dict(), "evolution": self.evolution.state_dict(),
-            "rng": self.rng.bit_generator.state, "torch_rng": self.torch_rng.get_state(),
-            "signatures": sorted(self.signatures), "hv_reference": dict(self.hv_reference),
-        }
+        return {"seed": self.seed, "step_count": self.step_count, **self.members_state(),
+                "torch_rng": self.torch_rng.get_state(), "signatures": sorted(self.signatures),
+                "hv_reference": dict(self.hv_reference)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned.
@@ -471,25 +409,10 @@ class SurrogateEnv(Environment):
         if state["seed"] != self.seed:
             raise ValueError(f"SurrogateEnv: checkpoint seed {state['seed']} != environment seed {self.seed}")
         self.step_count = int(state["step_count"])
-        self.population.load_state_dict(state["population"])
-        self.lineage.load_state_dict(state["lineage"])
-        self.ratings.load_state_dict(state["ratings"])
-        self.evolution.load_state_dict(state["evolution"])
-        self.rng.bit_generator.state = state["rng"]
+        self.load_members_state(state)
         self.torch_rng.set_state(state["torch_rng"])
         self.signatures = set(state["signatures"])
         self.hv_reference = {k: list(v) for k, v in state.get("hv_reference", {}).items()}
-
-
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one thread: the tensors are tiny, so thread hand-offs cost more than they save."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 class _Seen:

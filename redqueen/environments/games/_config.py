@@ -1,0 +1,62 @@
+"""Building the games environment from an experiment configuration (``environment.options``)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from redqueen.environments.games._base import GAMES
+
+
+def own_settings(cls: type) -> list[str]:
+    """The keyword-only settings of the environment class ``cls``."""
+    return [
+        p.name
+        for p in inspect.signature(cls.__init__).parameters.values()
+        if p.kind is p.KEYWORD_ONLY
+    ]
+
+
+def games_from_config(cls: type, cfg: Any) -> Any:
+    """Build ``cls`` (the games environment) from ``cfg``: ``environment.options`` holds ``game``,
+    the game's settings and the environment's own; the standard settings (population, rewards,
+    replacement, matchmaking, objectives, seed) come from their sections.
+
+    Raises:
+        ConfigError: One line naming the option: an unknown game, a setting neither the game nor
+            the environment has, or a value either refuses.
+    """
+    from redqueen.experiments.build import standard_kwargs
+    from redqueen.experiments.config import ConfigError
+
+    options = dict(cfg.environment.options)
+    name = options.pop("game", "ladder")
+    if not isinstance(name, str) or name not in GAMES:
+        raise ConfigError(
+            f"environment.options.game: unknown game {name!r} (known: {', '.join(sorted(GAMES))})"
+        )
+    game_cls = GAMES[name]
+    standard = standard_kwargs(cfg)
+    own = set(own_settings(cls)) - {"game", "game_params"} - set(standard)
+    game_params = {k: options.pop(k) for k in list(options) if k in game_cls.parameters()}
+    for key in options:
+        if key not in own:
+            known = ", ".join(sorted(own | set(game_cls.parameters())))
+            raise ConfigError(
+                f"environment.options.{key}: not a setting of game {name!r} (accepted: {known})"
+            )
+    try:
+        game = game_cls(**game_params)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"environment.options.{error}") from None
+    kwargs = {k: make() for k, make in standard.items() if k in own_settings(cls)}
+    try:
+        return cls(game=game, **kwargs, **options)
+    except (TypeError, ValueError) as error:
+        field = str(error).split(":", 1)[0]
+        where = (
+            f"environment.options.{error}"
+            if field in options
+            else f"environment: cannot build 'games': {error}"
+        )
+        raise ConfigError(where) from None

@@ -1,0 +1,419 @@
+"""The environment that plays a registered surrogate game with LoRA genomes on a frozen MLP."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, one_thread
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.games._base import GAMES, Game
+from redqueen.environments.games._measures import objective_measures
+from redqueen.environments.games._reinforce import reinforce_step
+from redqueen.evo import ReplacementConfig
+from redqueen.fitness import (
+    Objectives,
+    PFSPMatchmaker,
+    StudentReward,
+    TeacherReward,
+    behavioural_diversity,
+    novelty_scores,
+)
+from redqueen.genomes import LoRAGenome
+
+ROLES = ("teacher", "student")
+_PROBE_WIDTH = 4
+
+
+@ENVIRONMENTS.register("games")
+class GamesEnv(SurrogateMembers, Environment):
+    """Teachers and students play a surrogate game; objective measures beside subjective ones.
+
+    Each member's genome maps through a small frozen tanh MLP (one fixed probe input) to a
+    point in ``R^dim``. A teacher samples ``tasks_per_teacher`` tasks around its point, its
+    matched student ``answers_per_task`` answers around its own per task (std
+    ``exploration``); the game's rule says which answers are correct. Rewards are PopuLoRA's
+    (student per answer; teacher ``1 - rho`` inside (0, 1), the configured value at the edges,
+    mixed with the student's reward by the game's ``coupling``). Members learn from these
+    samples alone: one REINFORCE step per step, the score-function gradient of the sampled
+    actions under the Gaussian policy, advantages whitened per member (no gradient of the
+    game's rule). Births and deaths, ratings, PFSP with the hall of fame, lineage and
+    checkpoint state go through the same :class:`~redqueen.environments._surrogate_core.SurrogateMembers`
+    bookkeeping as the surrogate environment.
+
+    Every step logs the objective measures the game knows (``objective_skill``,
+    ``objective_difficulty``, ``skill_dim_<i>``) and the pathology detectors of
+    :mod:`redqueen.environments.games.detectors` (``disengagement``, ``cycling`` over the hall
+    of fame's snapshots, ``focusing``, ``collapse`` over the last ``window`` steps).
+
+    Args:
+        game: A name in :data:`redqueen.environments.games.GAMES` or a :class:`Game`.
+        game_params: The game's settings when ``game`` is a name.
+        teachers: Number of teachers.
+        students: Number of students.
+        rank: LoRA rank.
+        alpha: LoRA alpha.
+        init: Founder init, ``"peft"`` (B = 0: every founder at the base point) or ``"gaussian"``.
+        init_std: Std of gaussian founder factors.
+        hidden: Hidden width of the frozen MLP.
+        tasks_per_teacher: Tasks each teacher samples per match.
+        answers_per_task: Answers the student samples per valid task.
+        exploration: Std of the Gaussian policy around a member's point.
+        domain: A task with a coordinate beyond it (or not finite) is invalid.
+        learn: Whether members take the REINFORCE step.
+        lr: Learning rate of that step.
+        max_grad_norm: Gradient norm clip of that step.
+        window: Steps over which the ``collapse`` slope is fitted.
+        replacement: Replacement, newborn and snapshot settings (the evolution loop's).
+        matchmaker: PFSP matchmaking, including the hall-of-fame share.
+        objectives: Role -> objective names.
+        teacher_reward: Teacher reward (default PopuLoRA's).
+        student_reward: Student reward.
+        seed: Seeds the frozen model, the founders and every random choice.
+
+    Raises:
+        ValueError: Naming the setting, when a size is not positive or a game setting is bad.
+    """
+
+    def __init__(
+        self,
+        *,
+        game: str | Game = "ladder",
+        game_params: Mapping[str, Any] | None = None,
+        teachers: int = 6,
+        students: int = 6,
+        rank: int = 2,
+        alpha: float = 4.0,
+        init: str = "gaussian",
+        init_std: float = 0.1,
+        hidden: int = 8,
+        tasks_per_teacher: int = 8,
+        answers_per_task: int = 4,
+        exploration: float = 0.5,
+        domain: float = 20.0,
+        learn: bool = True,
+        lr: float = 0.05,
+        max_grad_norm: float = 1.0,
+        window: int = 10,
+        replacement: ReplacementConfig | None = None,
+        matchmaker: PFSPMatchmaker | None = None,
+        objectives: Mapping[str, Sequence[str]] | None = None,
+        teacher_reward: TeacherReward | None = None,
+        student_reward: StudentReward | None = None,
+        seed: int = 0,
+    ) -> None:
+        counts = dict(teachers=teachers, students=students, hidden=hidden, window=window,
+                      tasks_per_teacher=tasks_per_teacher, answers_per_task=answers_per_task)
+        for name, value in counts.items():
+            if value < 1:
+                raise ValueError(f"{name}: must be >= 1, got {value}")
+        scales = dict(exploration=exploration, domain=domain, max_grad_norm=max_grad_norm)
+        for name, value in scales.items():
+            if not value > 0:
+                raise ValueError(f"{name}: must be > 0, got {value}")
+        self.game = game if isinstance(game, Game) else GAMES[game](**dict(game_params or {}))
+        self.game_name = next(
+            (n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__
+        )
+        self.n_tasks, self.n_answers = int(tasks_per_teacher), int(answers_per_task)
+        self.exploration, self.domain, self.learn = float(exploration), float(domain), bool(learn)
+        self.lr, self.max_grad_norm = float(lr), float(max_grad_norm)
+        self.window, self.seed = int(window), int(seed)
+        self.teacher_reward = teacher_reward or TeacherReward()
+        self.student_reward = student_reward or StudentReward()
+        wanted = {role: tuple(names) for role, names in (objectives or {}).items() if role in ROLES}
+        self.objectives = {role: Objectives(wanted.get(role, ("rating",))) for role in ROLES}
+
+        gen = torch.Generator().manual_seed(self.seed)
+        self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=hidden, outputs=self.game.dim, gen=gen)
+        self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
+        self.setup_members(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
+                           objectives=self.objectives, seed=self.seed)
+        self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
+        self.step_count = 0
+        self.difficulty_history: list[float] = []
+        self._frozen_points: dict[str, torch.Tensor] = {}  # hall-of-fame genomes never change
+        def founder() -> LoRAGenome:
+            return LoRAGenome.random(self.mlp.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
+                                     std=init_std, base_model="surrogate-games-mlp")
+
+        for role, size in (("teacher", teachers), ("student", students)):
+            self.found_members(role, size, self.objectives[role].weights, founder)
+        self.origin = self.points("student").mean(0)  # where the founding students stand
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> GamesEnv:
+        """Build from an experiment configuration: ``environment.options`` holds ``game`` (a
+        name in :data:`GAMES`), the game's settings and this class's own; unknown names and
+        bad values are a :class:`~redqueen.experiments.config.ConfigError` naming the option."""
+        from redqueen.environments.games._config import games_from_config
+
+        return games_from_config(cls, cfg)
+
+    # -- the model -------------------------------------------------------------------------
+    def point(
+        self,
+        genome: LoRAGenome,
+        factors: Mapping[str, tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> torch.Tensor:
+        """Where ``genome`` stands in the game: the frozen MLP of the fixed probe, ``(dim,)``."""
+        return self.mlp(self.probe, genome, factors)[0]
+
+    def points(self, role: str) -> torch.Tensor:
+        """Points of the living members of ``role``, ``(m, dim)``."""
+        with torch.no_grad():
+            return torch.stack([self.point(m.genome) for m in self.population.members(role)])
+
+    def point_of(self, key: str) -> torch.Tensor:
+        """The point of a living member or of a frozen one (``"<id>@<step>"``, computed once)."""
+        if key in self.population:
+            with torch.no_grad():
+                return self.point(self.population.get(key).genome)
+        if key not in self._frozen_points:
+            with torch.no_grad():
+                self._frozen_points[key] = self.point(self.evolution.hall.get(key).genome)
+        return self._frozen_points[key]
+
+    # -- one step --------------------------------------------------------------------------
+    def step(self) -> StepRecord:
+        """Match, sample tasks and answers, reward, learn, rate, measure, and replace when due."""
+        with one_thread():
+            return self._step()
+
+    def _step(self) -> StepRecord:
+        start, step = time.perf_counter(), self.step_count
+        pairs = self.pair()
+        centres = {key: self.point_of(key) for key in {k for pair in pairs for k in pair}}
+        samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        rows, rates = [], []
+        for tid, sid in pairs:
+            centre_t, centre_s = centres[tid], centres[sid]
+            tasks = centre_t + self.exploration * torch.randn(
+                self.n_tasks, self.game.dim, generator=self.torch_rng
+            )
+            answers = centre_s + self.exploration * torch.randn(
+                self.n_answers, self.n_tasks, self.game.dim, generator=self.torch_rng
+            )
+            valid = torch.isfinite(tasks).all(1) & (tasks.abs().amax(1) <= self.domain)
+            correct = self.game.success(answers, tasks, self.torch_rng)  # (answers, tasks)
+            paid = torch.where(correct, self.student_reward.correct, self.student_reward.wrong)
+            ok_all, rho_all = valid.tolist(), correct.float().mean(0).tolist()
+            student_paid = paid.mean(0).tolist()
+            match_rates, teacher_paid = [], []
+            for j, ok in enumerate(ok_all):
+                rho = rho_all[j] if ok else None
+                reward = self.teacher_reward(ok, rho)
+                if ok:
+                    reward = (
+                        1.0 - self.game.coupling
+                    ) * reward + self.game.coupling * student_paid[j]
+                    match_rates.append(rho)
+                teacher_paid.append(reward)
+                rows.append(
+                    {
+                        "step": step,
+                        "teacher": tid,
+                        "student": sid,
+                        "task_type": self.game_name,
+                        "valid": ok,
+                        "reason": None if ok else "out_of_domain",
+                        "complexity": self.game.difficulty(tasks[j : j + 1]) if ok else None,
+                        "solve_rate": rho,
+                        "teacher_reward": reward,
+                    }
+                )
+            _add(samples, tid, tasks, torch.tensor(teacher_paid))
+            _add(
+                samples,
+                sid,
+                answers[:, valid].reshape(-1, self.game.dim),
+                paid[:, valid].reshape(-1),
+            )
+            rates.extend(match_rates)
+            self.record_match(tid, sid, float(np.mean(match_rates)) if match_rates else 1.0)
+        informative = self._learn(samples) if self.learn else 0.0
+        points = {role: self.points(role) for role in ROLES}
+        self._describe(samples, points)
+        metrics = self._metrics(step, rows, rates, informative, points)
+        births, deaths = self.finish_step(step)
+        metrics["seconds"] = time.perf_counter() - start
+        self.step_count += 1
+        return StepRecord(
+            step=step,
+            metrics=metrics,
+            tasks=rows,
+            ratings=self.rating_rows(step),
+            births=births,
+            deaths=deaths,
+        )
+
+    def _learn(self, samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]]) -> float:
+        """One REINFORCE step per living member that played; returns the informative share
+        (samples whose whitened advantage is non-zero). Frozen opponents are never trained."""
+        informative, total = 0, 0
+        for ind in self.population.living:
+            if ind.id not in samples:
+                continue
+            actions, rewards = (
+                torch.cat(samples[ind.id][0]),
+                torch.cat(samples[ind.id][1]),
+            )  # (m, dim), (m,)
+            total += rewards.numel()
+            spread = rewards.std(unbiased=False) if rewards.numel() > 1 else torch.tensor(0.0)
+            if spread < 1e-8:
+                continue  # every sample paid the same: no signal (as in the code game)
+            advantage = (rewards - rewards.mean()) / spread
+            informative += int((advantage != 0).sum())
+            ind.genome = reinforce_step(
+                ind.genome,
+                lambda g, f: self.point(g, f),
+                actions,
+                advantage,
+                exploration=self.exploration,
+                lr=self.lr,
+                max_grad_norm=self.max_grad_norm,
+            )
+        return informative / total if total else 0.0
+
+    def _describe(
+        self,
+        samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
+        points: Mapping[str, torch.Tensor],
+    ) -> None:
+        """Objectives, lexicase cases (scores against every living opponent) and descriptors."""
+        teachers, students = points["teacher"], points["student"]
+        scores = self.game.score(students, teachers)  # (teachers, students)
+        for role in ROLES:
+            for i, ind in enumerate(self.population.members(role)):
+                rewards = torch.cat(samples[ind.id][1]) if ind.id in samples else torch.zeros(0)
+                key = f"{role}_reward"
+                ind.objectives[key] = (
+                    float(rewards.mean()) if rewards.numel() else ind.objectives.get(key, 0.0)
+                )
+                ind.cases = (
+                    (1.0 - scores[i] if role == "teacher" else scores[:, i]).numpy().astype(float)
+                )
+                ind.objectives["solve_rate"] = float(
+                    1.0 - ind.cases.mean() if role == "teacher" else ind.cases.mean()
+                )
+                ind.descriptor = points[role][i].numpy().astype(float)
+            members = self.population.members(role)
+            for ind, score in zip(
+                members,
+                novelty_scores(np.vstack([m.descriptor for m in members]), k=3),
+                strict=True,
+            ):
+                ind.objectives["novelty"] = float(score)
+
+    def _metrics(
+        self,
+        step: int,
+        rows: list[dict[str, Any]],
+        rates: list[float],
+        informative: float,
+        points: Mapping[str, torch.Tensor],
+    ) -> dict[str, float]:
+        students, teachers = points["student"], points["teacher"]
+        difficulty = self.game.difficulty(teachers)
+        self.difficulty_history = [*self.difficulty_history, difficulty][-self.window :]
+        progress = (students.mean(0) - self.origin).numpy()
+        diversity = [
+            behavioural_diversity(np.vstack([m.descriptor for m in self.population.members(r)]))
+            for r in ROLES
+        ]
+        return {
+            "step": float(step),
+            "solve_rate": float(np.mean(rates)) if rates else 0.0,
+            "teacher_reward": float(np.mean([r["teacher_reward"] for r in rows])),
+            "valid_share": len(rates) / max(1, len(rows)),
+            "informative_share": informative,
+            "best_rating": max(self.ratings.lcb(m.id) for m in self.population.living),
+            "behavioural_diversity": float(np.mean(diversity)),
+            **objective_measures(
+                self.game,
+                students,
+                difficulty,
+                rates=rates,
+                progress=progress,
+                history=self.difficulty_history,
+                ciao=self.ciao()[1] if len(self.evolution.hall) >= 3 else None,
+            ),
+        }
+
+    # -- outside the run -------------------------------------------------------------------
+    def ciao(self) -> tuple[list[int], list[list[float]]]:
+        """The CIAO matrix of the hall of fame's snapshots, exact: ``(steps, solver_score)`` where
+        cell ``(i, j)`` is the mean expected score of every student frozen at snapshot ``j``
+        against every teacher frozen at snapshot ``i`` (no sampling), the layout of
+        ``solver_score`` in :func:`redqueen.experiments.ciao.ciao_matrix`."""
+        hall, steps = self.evolution.hall, self.evolution.hall.steps
+        at = {
+            s: {
+                r: torch.stack([self.point_of(m.key) for m in hall.at(s) if m.role == r])
+                for r in ROLES
+            }
+            for s in steps
+        }
+        kept = {m.key for s in steps for m in hall.at(s)}
+        self._frozen_points = {k: v for k, v in self._frozen_points.items() if k in kept}
+        matrix = [
+            [float(self.game.score(at[j]["student"], at[i]["teacher"]).mean()) for j in steps]
+            for i in steps
+        ]
+        return list(steps), matrix
+
+    def play_matches(
+        self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int
+    ) -> list[float]:
+        """Expected scores of ``(teacher genome, student genome)`` matches (exact, so ``seed``
+        changes nothing); no state is touched. Used by ``redqueen ciao``."""
+        with torch.no_grad(), one_thread():
+            return [
+                float(self.game.score(self.point(s)[None], self.point(t)[None])[0, 0])
+                for t, s in pairs
+            ]
+
+    # -- checkpoints -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Genomes, lineage, ratings, hall of fame, step count, detector history and every RNG state."""
+        return {
+            "seed": self.seed,
+            "game": self.game_name,
+            "game_settings": self.game.settings(),
+            "step_count": self.step_count,
+            **self.members_state(),
+            "torch_rng": self.torch_rng.get_state(),
+            "difficulty_history": list(self.difficulty_history),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned.
+
+        Raises:
+            ValueError: If the checkpoint was made with another seed or another game.
+        """
+        mine = (self.seed, self.game_name, self.game.settings())
+        theirs = (state["seed"], state["game"], state["game_settings"])
+        if mine != theirs:
+            raise ValueError(
+                f"GamesEnv: checkpoint (seed, game, settings) {theirs} != environment's {mine}"
+            )
+        self.step_count = int(state["step_count"])
+        self.load_members_state(state)
+        self.torch_rng.set_state(state["torch_rng"])
+        self.difficulty_history = [float(v) for v in state["difficulty_history"]]
+
+
+def _add(
+    samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
+    key: str,
+    actions: torch.Tensor,
+    rewards: torch.Tensor,
+) -> None:
+    acts, paid = samples.setdefault(key, ([], []))
+    acts.append(actions)
+    paid.append(rewards.float())
