@@ -7,7 +7,8 @@ is generated and each program reduced to its canonical key (:mod:`redqueen.tinyc
 so the distinct count per level is exact for the candidates drawn. Difficulty is measured per
 level on the stream's programs (mean AST nodes, source characters) and on a sample executed in
 the sandbox: the share that is valid and not constant (what the corpus keeps), and the mean
-number of lines executed per call, counted by a line tracer running inside the sandbox.
+number of statements executed per call, counted by ticks the program itself runs inside the
+sandbox (which refuses tracing hooks).
 """
 
 from __future__ import annotations
@@ -29,26 +30,55 @@ from redqueen.verifiers.formats import N_CODE_F_INPUTS
 
 __all__ = ["LevelCensus", "count_distinct", "execute_sample", "main"]
 
-# Appended to a program in the sandbox: calls f under a line tracer and returns the count.
+# Appended to an instrumented program in the sandbox: runs f and returns the statements executed.
 _STEP_COUNTER = """
 
 
+_census_count = [0]
+
+
+def _census_tick():
+    _census_count[0] += 1
+
+
 def _census_steps(*args):
-    import sys
-    count = [0]
-
-    def tracer(frame, event, arg):
-        if event == "line":
-            count[0] += 1
-        return tracer
-
-    sys.settrace(tracer)
-    try:
-        f(*args)
-    finally:
-        sys.settrace(None)
-    return count[0]
+    _census_count[0] = 0
+    f(*args)
+    return _census_count[0]
 """
+
+
+class _Ticker(ast.NodeTransformer):
+    """Puts a ``_census_tick()`` call before every statement inside a function.
+
+    The sandbox refuses tracing hooks (a tracer sees the caller's frames), so lines executed are
+    counted by the program itself: one tick per statement run.
+    """
+
+    def _ticked(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            tick = ast.Expr(ast.Call(ast.Name("_census_tick", ast.Load()), [], []))
+            out += [ast.copy_location(tick, stmt), self.visit(stmt)]
+        return out
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+                if isinstance(node, ast.Module):
+                    setattr(node, field, [self.visit(stmt) for stmt in body])
+                else:
+                    setattr(node, field, self._ticked(body))
+        for field in ("handlers", "cases"):
+            for child in getattr(node, field, None) or []:
+                self.visit(child)
+        return node
+
+
+def instrument(source: str) -> str:
+    """``source`` with a step tick before every statement inside its functions."""
+    return ast.unparse(ast.fix_missing_locations(_Ticker().visit(ast.parse(source))))
 
 
 @dataclass(frozen=True)
@@ -126,7 +156,7 @@ def execute_sample(level: int, k: int, executor: Executor, *, seed: int = 0) -> 
         if v.ok and len(set(v.outputs)) > 1
     ]
     results = executor.execute_many(
-        [(p.source + _STEP_COUNTER, f"_census_steps({i})") for p, i in kept]
+        [(instrument(p.source) + _STEP_COUNTER, f"_census_steps({i})") for p, i in kept]
     )
     steps = [int(r.value) for r in results if r.ok]
     return len(kept) / max(k, 1), sum(steps) / max(len(steps), 1)
