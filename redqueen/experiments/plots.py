@@ -396,3 +396,8 @@ def plot_operators(data: RunData) -> Figure:
         ax.tick_params(axis="x", rotation=45, labelsize="x-small")
     figure.suptitle("operator outcomes")
     return figure
+
+
+# The instrument plots (learning, task measures, coverage, solve-rate oscillation) live in their
+# own module; importing it registers them here.
+from redqueen.experiments import _instrument_plots  # noqa: E402, F401
