@@ -78,8 +78,8 @@ class LearnerStats:
     """What one :meth:`Learner.step` did.
 
     Args:
-        loss: Clipped surrogate loss (token mean); ``nan`` or ``inf`` when the step was skipped
-            for that reason.
+        loss: Clipped surrogate loss (token mean) of the last update; ``nan`` or ``inf`` when
+            the step was skipped for that reason.
         skipped: ``True`` if the update was not applied (non-finite loss or gradient).
         grad_norm: Gradient norm before clipping (of the last update).
         n_tokens: Completion tokens in the batch (the loss is their mean).
@@ -155,9 +155,13 @@ class Learner:
         clipped = drift = 0.0
         trained = updates = 0
         for epoch in range(cfg.epochs):
-            order = torch.randperm(len(rollouts), generator=torch.Generator().manual_seed(epoch))
-            if cfg.minibatches == 1:
-                order = torch.arange(len(rollouts))
+            # A fixed shuffle per epoch: minibatches differ between epochs, and a resumed run
+            # draws the same ones.
+            order = (
+                torch.arange(len(rollouts))
+                if cfg.minibatches == 1
+                else torch.randperm(len(rollouts), generator=torch.Generator().manual_seed(epoch))
+            )
             for chunk in torch.tensor_split(order, min(cfg.minibatches, len(rollouts))):
                 part = [rollouts[i] for i in chunk.tolist()]
                 update = self._update(adapter_id, params, optimizer, part)
