@@ -7,7 +7,7 @@
 - :data:`BACKENDS`, :class:`GenerationBackend`: decoders behind the host (``"hf"`` built in).
 - :class:`Learner`, :class:`LearnerConfig`, :class:`LearnerStats`: REINFORCE++ with a
   PPO-clipped ratio, one adapter at a time, per-adapter AdamW state.
-- :class:`Rollout`, :func:`whiten_advantages`: the learner's input.
+- :class:`Rollout`, :func:`whiten_advantages`, :func:`whiten_pooled`: the learner's input.
 - :func:`tiny_coder_path`: folder of the shipped default base model (from :mod:`redqueen.assets`).
 """
 
@@ -17,13 +17,14 @@ from redqueen.assets import tiny_coder_path
 from redqueen.engine._host import DEFAULT_TARGET_MODULES, AdapterHost
 from redqueen.engine._learner import Learner, LearnerConfig, LearnerStats
 from redqueen.engine._lora_layer import MultiLoRALinear
-from redqueen.engine._rollout import Rollout, whiten_advantages
+from redqueen.engine._rollout import MIN_WHITEN_GROUP, Rollout, whiten_advantages, whiten_pooled
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.backends import BACKENDS, GenerationBackend
 
 __all__ = [
     "BACKENDS",
     "DEFAULT_TARGET_MODULES",
+    "MIN_WHITEN_GROUP",
     "AdapterHost",
     "Generation",
     "GenerationBackend",
@@ -35,4 +36,5 @@ __all__ = [
     "SamplingParams",
     "tiny_coder_path",
     "whiten_advantages",
+    "whiten_pooled",
 ]

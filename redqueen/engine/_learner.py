@@ -13,6 +13,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from redqueen.engine._batch import RolloutBatch
+from redqueen.engine._learner_probes import kl_from_base, weight_change
 from redqueen.engine._rollout import Rollout
 
 if TYPE_CHECKING:
@@ -26,7 +28,8 @@ class LearnerConfig:
     """Hyper-parameters of the policy-gradient update.
 
     Args:
-        lr: AdamW learning rate.
+        lr: AdamW learning rate; ``0`` runs the same computation without moving the weights
+            (the control of an experiment on what learning adds).
         clip: PPO ratio clip epsilon (the ratio is kept in ``[1 - clip, 1 + clip]``).
         max_grad_norm: Global gradient-norm clip over the adapter's factors.
         weight_decay: AdamW weight decay.
@@ -36,6 +39,11 @@ class LearnerConfig:
             folded into the returns; ``0`` (the default) skips the reference forward entirely.
         micro_batch_size: Rollouts per forward/backward pass; gradients accumulate across
             micro-batches, so the update does not depend on it.
+        epochs: PPO epochs: passes over the step's rollouts, each ratio taken against the
+            log-probabilities the rollouts were sampled with.
+        minibatches: Optimizer steps per epoch; the rollouts are split into this many
+            minibatches (a fixed shuffle per epoch), so one step makes ``epochs * minibatches``
+            updates.
 
     Raises:
         ValueError: If a field is out of range (the field is named).
@@ -49,18 +57,19 @@ class LearnerConfig:
     eps: float = 1e-8
     kl_coef: float = 0.0
     micro_batch_size: int = 16
+    epochs: int = 1
+    minibatches: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("lr", "clip", "max_grad_norm", "eps"):
+        for name in ("clip", "max_grad_norm", "eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"LearnerConfig.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("weight_decay", "kl_coef"):
+        for name in ("lr", "weight_decay", "kl_coef"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"LearnerConfig.{name} must be >= 0, got {getattr(self, name)}")
-        if self.micro_batch_size < 1:
-            raise ValueError(
-                f"LearnerConfig.micro_batch_size must be >= 1, got {self.micro_batch_size}"
-            )
+        for name in ("micro_batch_size", "epochs", "minibatches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"LearnerConfig.{name} must be >= 1, got {getattr(self, name)}")
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
 
 
@@ -69,14 +78,22 @@ class LearnerStats:
     """What one :meth:`Learner.step` did.
 
     Args:
-        loss: Clipped surrogate loss (token mean); ``nan`` or ``inf`` when the step was skipped
-            for that reason.
+        loss: Clipped surrogate loss (token mean) of the last update; ``nan`` or ``inf`` when
+            the step was skipped for that reason.
         skipped: ``True`` if the update was not applied (non-finite loss or gradient).
-        grad_norm: Gradient norm before clipping.
+        grad_norm: Gradient norm before clipping (of the last update).
         n_tokens: Completion tokens in the batch (the loss is their mean).
         clip_fraction: Share of tokens whose ratio was clipped, over the tokens of rollouts that
-            were run (nonzero advantage, or all with a KL term).
+            were run (nonzero advantage, or all with a KL term), over every epoch.
         approx_kl: Mean of ``old - new`` log-probability over the same tokens (policy drift).
+        kl_from_base: Mean per-token KL divergence of the adapter's policy (the one that sampled
+            the rollouts, before this update) from the base model's, on its rollouts (see
+            :func:`~redqueen.engine._learner_probes.kl_from_base`).
+        weight_change: ``||dW|| / ||W||`` of the adapter's whole update against the base weights
+            it adapts, after the update.
+        tokens_trained: Completion tokens run through a forward and backward pass, summed over
+            epochs (the learner's compute, for budget-matched comparisons).
+        updates: Optimizer steps applied.
     """
 
     loss: float
@@ -85,6 +102,10 @@ class LearnerStats:
     n_tokens: int
     clip_fraction: float = 0.0
     approx_kl: float = 0.0
+    kl_from_base: float = 0.0
+    weight_change: float = 0.0
+    tokens_trained: int = 0
+    updates: int = 0
 
 
 class Learner:
@@ -116,10 +137,12 @@ class Learner:
     # -- the update ------------------------------------------------------------------------
 
     def step(self, adapter_id: str, rollouts: Sequence[Rollout]) -> LearnerStats:
-        """One policy-gradient update of ``adapter_id`` on ``rollouts``.
+        """``epochs * minibatches`` policy-gradient updates of ``adapter_id`` on ``rollouts``,
+        and the adapter's distance from the base model (``kl_from_base`` of the policy that
+        sampled them, ``weight_change`` after the update).
 
-        A non-finite loss or gradient norm skips the update (weights and optimizer state stay
-        as they were) and is reported with ``skipped=True``.
+        A non-finite loss or gradient norm skips that update (weights and optimizer state stay
+        as they were), ends the step and is reported with ``skipped=True``.
 
         Raises:
             KeyError: If the host has no such adapter.
@@ -127,8 +150,57 @@ class Learner:
         """
         if not rollouts:
             raise ValueError("Learner.step: no rollouts")
-        cfg, host = self.config, self.host
+        cfg = self.config
         params, optimizer = self._optimizer(adapter_id)
+        loss, grad_norm, finite = 0.0, math.nan, True
+        clipped = drift = 0.0
+        trained = updates = 0
+        for epoch in range(cfg.epochs):
+            # A fixed shuffle per epoch: minibatches differ between epochs, and a resumed run
+            # draws the same ones.
+            order = (
+                torch.arange(len(rollouts))
+                if cfg.minibatches == 1
+                else torch.randperm(len(rollouts), generator=torch.Generator().manual_seed(epoch))
+            )
+            for chunk in torch.tensor_split(order, min(cfg.minibatches, len(rollouts))):
+                part = [rollouts[i] for i in chunk.tolist()]
+                update = self._update(adapter_id, params, optimizer, part)
+                loss, grad_norm, finite = update.loss, update.grad_norm, update.finite
+                clipped += update.clipped
+                drift += update.drift
+                trained += update.tokens
+                if not finite:
+                    break
+                updates += 1
+            if not finite:
+                break
+        if updates:
+            self.host.backend.adapters_changed([adapter_id])
+        if not finite:
+            self.skipped_updates += 1
+        return LearnerStats(
+            loss=loss,
+            skipped=not finite,
+            grad_norm=grad_norm,
+            n_tokens=sum(len(r.token_ids) for r in rollouts),
+            clip_fraction=clipped / trained if finite and trained else 0.0,
+            approx_kl=drift / trained if finite and trained else 0.0,
+            kl_from_base=kl_from_base(self, rollouts),
+            weight_change=weight_change(self.host, adapter_id),
+            tokens_trained=trained,
+            updates=updates,
+        )
+
+    def _update(
+        self,
+        adapter_id: str,
+        params: list[Tensor],
+        optimizer: torch.optim.Optimizer,
+        rollouts: Sequence[Rollout],
+    ) -> _Update:
+        """One optimizer step on one minibatch: forward, clipped surrogate, backward, step."""
+        cfg, host = self.config, self.host
         n_tokens = sum(len(r.token_ids) for r in rollouts)
         # A rollout with zero advantage adds nothing to the gradient (its clipped surrogate is 0
         # whatever the ratio), so without a KL term it is not run; it still counts in the mean.
@@ -139,14 +211,14 @@ class Learner:
         loss_sum, clipped, drift = 0.0, 0.0, 0.0
         finite = True
         for start in range(0, len(active), cfg.micro_batch_size):
-            batch = _Batch.build(
+            batch = RolloutBatch.build(
                 active[start : start + cfg.micro_batch_size], host.pad_token_id, host.device
             )
             advantages = batch.advantages
             if cfg.kl_coef > 0:
                 advantages = advantages - cfg.kl_coef * self._kl_to_go(batch)
             with host.use_adapter(adapter_id):
-                new_logprobs = self._logprobs(batch)
+                new_logprobs = self.logprobs(batch)
             ratio = torch.exp(new_logprobs - batch.old_logprobs)
             surrogate = torch.minimum(
                 ratio * advantages, ratio.clamp(1 - cfg.clip, 1 + cfg.clip) * advantages
@@ -175,21 +247,11 @@ class Learner:
             optimizer.step()
         for p in params:
             p.grad = None
-        if finite:
-            host.backend.adapters_changed([adapter_id])
-        else:
-            self.skipped_updates += 1
-        return LearnerStats(
-            loss=loss_sum,
-            skipped=not finite,
-            grad_norm=grad_norm,
-            n_tokens=n_tokens,
-            clip_fraction=clipped / n_active if finite and n_active else 0.0,
-            approx_kl=drift / n_active if finite and n_active else 0.0,
-        )
+        return _Update(loss_sum, grad_norm, finite, clipped, drift, n_active)
 
-    def _logprobs(self, batch: _Batch) -> Tensor:
-        """Log-probabilities of the completion tokens, (batch, completion width), float32."""
+    def logprobs(self, batch: RolloutBatch) -> Tensor:
+        """Log-probabilities of the completion tokens, (batch, completion width), float32,
+        under whatever adapter routing is active (:meth:`AdapterHost.use_adapter`)."""
         device = self.host.device
         autocast = (
             torch.autocast(device.type, dtype=torch.bfloat16)
@@ -212,10 +274,10 @@ class Learner:
         return F.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
 
     @torch.no_grad()
-    def _kl_to_go(self, batch: _Batch) -> Tensor:
+    def _kl_to_go(self, batch: RolloutBatch) -> Tensor:
         """Sum over the remaining tokens of the per-token KL estimate to the base model."""
         with self.host.use_adapter(None):
-            reference = self._logprobs(batch)
+            reference = self.logprobs(batch)
         kl = torch.where(batch.mask, batch.old_logprobs - reference, 0.0)
         return kl.flip(-1).cumsum(-1).flip(-1)
 
@@ -269,43 +331,12 @@ class Learner:
 
 
 @dataclass(frozen=True)
-class _Batch:
-    """Rollouts as tensors: prompts left-padded, completions right-padded, one shared split column."""
+class _Update:
+    """What one optimizer step on one minibatch did (sums, for the step's means)."""
 
-    input_ids: Tensor  # (batch, prompt_width + completion_width)
-    attention_mask: Tensor
-    position_ids: Tensor
-    old_logprobs: Tensor  # (batch, completion_width)
-    advantages: Tensor  # (batch, completion_width)
-    mask: Tensor  # (batch, completion_width), bool
-    completion_width: int
-
-    @classmethod
-    def build(cls, rollouts: Sequence[Rollout], pad_id: int, device: torch.device) -> _Batch:
-        prompt_width = max(len(r.prompt_ids) for r in rollouts)
-        width = max(len(r.token_ids) for r in rollouts)
-        n = len(rollouts)
-        ids = torch.full((n, prompt_width + width), pad_id, dtype=torch.long)
-        attention = torch.zeros((n, prompt_width + width), dtype=torch.long)
-        old = torch.zeros((n, width), dtype=torch.float32)
-        mask = torch.zeros((n, width), dtype=torch.bool)
-        for i, r in enumerate(rollouts):
-            p, c = len(r.prompt_ids), len(r.token_ids)
-            ids[i, prompt_width - p : prompt_width] = torch.tensor(r.prompt_ids)
-            ids[i, prompt_width : prompt_width + c] = torch.tensor(r.token_ids)
-            attention[i, prompt_width - p : prompt_width + c] = 1
-            old[i, :c] = torch.tensor(r.logprobs)
-            mask[i, :c] = True
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        advantages = torch.tensor([r.advantage for r in rollouts], dtype=torch.float32)[
-            :, None
-        ].expand(n, width)
-        return cls(
-            input_ids=ids.to(device),
-            attention_mask=attention.to(device),
-            position_ids=positions.to(device),
-            old_logprobs=old.to(device),
-            advantages=advantages.to(device),
-            mask=mask.to(device),
-            completion_width=width,
-        )
+    loss: float
+    grad_norm: float
+    finite: bool
+    clipped: float
+    drift: float
+    tokens: int

@@ -1,4 +1,5 @@
-"""What the learner learns from: :class:`Rollout` and :func:`whiten_advantages`."""
+"""What the learner learns from: :class:`Rollout`, :func:`whiten_advantages` and
+:func:`whiten_pooled`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Rollout", "whiten_advantages"]
+__all__ = ["MIN_WHITEN_GROUP", "Rollout", "whiten_advantages", "whiten_pooled"]
+
+#: Fewest samples a group needs for its own mean and standard deviation (see :func:`whiten_pooled`).
+MIN_WHITEN_GROUP = 16
 
 
 @dataclass(frozen=True)
@@ -86,3 +90,63 @@ def whiten_advantages(
         for i, v in zip(idx, values, strict=True):
             out[i] = (v - mean) / (std + eps)
     return out
+
+
+def whiten_pooled(
+    rewards: Sequence[float],
+    levels: Sequence[Sequence[Hashable]],
+    *,
+    min_group: int = MIN_WHITEN_GROUP,
+    eps: float = 1e-6,
+) -> tuple[list[float], list[int]]:
+    """Whiten rewards per group, pooling groups too small to estimate their own statistics.
+
+    Each sample names its groups from the finest to the coarsest, e.g.
+    ``((adapter, role, task_type), (role, task_type), (role,))``.
+
+    Pooling rule: a sample is whitened with the mean and standard deviation of its finest group
+    that holds at least ``min_group`` samples; if none does, with those of its coarsest group,
+    whatever its size. A mean and a deviation estimated from three or four samples are mostly
+    noise (and a group of one has no deviation at all, so it would carry no signal), while the
+    pooled group shares the same role, and task type where it can. A group whose rewards are
+    all equal gives zero advantages.
+
+    Args:
+        rewards: Scalar reward per sample.
+        levels: Per sample, its group keys from finest to coarsest (the same number for all).
+        min_group: Fewest samples a group needs for its own statistics.
+        eps: Added to the standard deviation.
+
+    Returns:
+        One advantage per sample, in order, and per sample the index of the level whose
+        statistics it used (0: its own finest group; higher: pooled).
+
+    Raises:
+        ValueError: If the lengths differ, a sample names no level, levels differ in number,
+            or a reward is not finite.
+    """
+    if len(rewards) != len(levels):
+        raise ValueError(f"whiten_pooled: {len(rewards)} rewards but {len(levels)} level keys")
+    depth = len(levels[0]) if levels else 0
+    if any(len(keys) != depth for keys in levels) or (levels and depth == 0):
+        raise ValueError("whiten_pooled: every sample needs the same number (>= 1) of levels")
+    members: dict[tuple[int, Hashable], list[float]] = defaultdict(list)
+    for i, (reward, keys) in enumerate(zip(rewards, levels, strict=True)):
+        if not math.isfinite(reward):
+            raise ValueError(f"whiten_pooled: reward {i} is not finite ({reward})")
+        for level, key in enumerate(keys):
+            members[(level, key)].append(float(reward))
+    moments = {}
+    for group, values in members.items():
+        mean = sum(values) / len(values)
+        moments[group] = (mean, math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)))
+    advantages, used = [], []
+    for reward, keys in zip(rewards, levels, strict=True):
+        level = next(
+            (lv for lv, key in enumerate(keys) if len(members[(lv, key)]) >= min_group),
+            depth - 1,
+        )
+        mean, std = moments[(level, keys[level])]
+        advantages.append(0.0 if std < eps else (float(reward) - mean) / (std + eps))
+        used.append(level)
+    return advantages, used

@@ -13,8 +13,10 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
+from redqueen.environments._accounting import learning_metrics, member_accounting
 from redqueen.environments._codegame import (
     PlayedTask,
     grade,
@@ -26,6 +28,7 @@ from redqueen.environments._codegame import (
     task_rows,
     verify,
 )
+from redqueen.environments._instruments import behaviour_cell, grade_base
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, buffer_size
 
@@ -34,9 +37,22 @@ class CodeGameEnv(Environment):
     """Base of the environments that play the propose / verify / solve / learn round.
 
     Subclasses set ``host``, ``executor``, ``learner``, ``buffer``, ``settings``, ``book``,
-    ``signatures``, ``py_rng``, ``np_rng``, ``teacher_reward`` and ``student_reward`` in their
+    ``signatures``, ``cells``, ``py_rng``, ``np_rng``, ``teacher_reward`` and ``student_reward`` in their
     constructors and write :meth:`step` around :meth:`_play` and :meth:`_record`.
+
+    Coverage of task space is counted in behaviour cells
+    (:func:`~redqueen.environments._instruments.behaviour_cell`): ``coverage_cells`` is the
+    number of distinct cells the valid tasks of the run have filled so far, ``new_cells`` the
+    number first filled this step.
     """
+
+    #: Whether small whitening groups pool across adapters of a role (see ``learn``); a
+    #: baseline of independent agents sets it to ``False``.
+    pool_across_adapters: bool = True
+    #: Behaviour cells filled so far (plain strings, kept in the checkpoint).
+    cells: set[str]
+    #: Tokens the base-model probe generated in the last step.
+    probe_tokens: int = 0
 
     def _play(
         self,
@@ -62,12 +78,14 @@ class CodeGameEnv(Environment):
         verify(played, self.executor, self.buffer)
         solve(self.host, played, self.settings, seed=solve_seed)
         grade(played, self.executor, self.teacher_reward, self.student_reward)
+        self.probe_tokens = grade_base(self.executor, played)
         stats = learn(
             self.learner,
             played,
             proposer_role=proposer_role,
             solver_role=solver_role,
             frozen=frozen,
+            pool_across_adapters=self.pool_across_adapters,
         )
         return played, stats
 
@@ -91,25 +109,51 @@ class CodeGameEnv(Environment):
         metrics["learner_skipped"] = float(
             sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
         )
+        metrics.update(learning_metrics(played, learner_stats))
+        metrics.update(self._task_space_metrics(played))
         self.step_count += 1
         metrics["seconds"] = time.perf_counter() - start
+        rows = self.book.rating_rows(step)
+        accounts = member_accounting(played, learner_stats, [row["id"] for row in rows])
+        ratings = [{**row, **accounts[row["id"]]} for row in rows]
         return StepRecord(
             step=step,
             metrics=metrics,
             tasks=task_rows(played, step),
-            ratings=self.book.rating_rows(step),
+            ratings=ratings,
             births=list(births),
             deaths=list(deaths),
         )
 
+    def _task_space_metrics(self, played: Sequence[PlayedTask]) -> dict[str, float]:
+        """Coverage cells (cumulative and new), the base model's mean solve rate on this step's
+        valid tasks, the probe's tokens, and the mean program measures of valid tasks."""
+        fresh = {cell for cell in map(behaviour_cell, played) if cell is not None}
+        new = fresh - self.cells
+        self.cells |= fresh
+        probed = [i.base_solve_rate for i in played if i.base_solve_rate is not None]
+        metrics = {
+            "coverage_cells": float(len(self.cells)),
+            "new_cells": float(len(new)),
+            "probe_tokens": float(self.probe_tokens),
+        }
+        if probed:
+            metrics["base_solve_rate"] = float(np.mean(probed))
+        for key in ("ast_nodes", "halstead_volume"):
+            values = [i.measures[key] for i in played if i.measures]
+            if values:
+                metrics[key] = float(np.mean(values))
+        return metrics
+
     def state_dict(self) -> dict[str, Any]:
         """Genomes (trained weights from the host), optimizer states, task buffer, population,
-        lineage, coverage, step count and every RNG state."""
+        lineage, coverage (signatures and behaviour cells), step count and every RNG state."""
         return {
             "step_count": self.step_count,
             "members": self.book.state_dict(),
             "buffer": self.buffer.state_dict(),
             "signatures": sorted(self.signatures),
+            "cells": sorted(self.cells),
             "rng": {
                 "python": self.py_rng.getstate(),
                 "numpy": self.np_rng.bit_generator.state,
@@ -123,6 +167,7 @@ class CodeGameEnv(Environment):
         self.book.load_state_dict(state["members"])
         self.buffer.load_state_dict(state["buffer"])
         self.signatures = set(state["signatures"])
+        self.cells = set(state.get("cells", ()))  # checkpoints from before cells were kept
         self.py_rng.setstate(state["rng"]["python"])
         self.np_rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])

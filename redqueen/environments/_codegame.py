@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from redqueen.engine import Generation, Rollout, SamplingParams, whiten_advantages
+from redqueen.engine import Generation, Rollout, SamplingParams, whiten_pooled
+from redqueen.environments._instruments import MEASURE_KEYS, program_measures
 from redqueen.environments.task_buffer import (
     TaskBuffer,
     TaskBuffers,
@@ -55,6 +56,9 @@ class GameSettings:
         solve_max_new_tokens: Token budget of an answer.
         temperature: Sampling temperature (1 keeps the policy gradient unbiased).
         top_p: Nucleus mass.
+        base_probe_answers: Answers the frozen base model samples per valid task to measure
+            its solve rate (a difficulty probe independent of the population); ``0`` turns the
+            probe off.
 
     Raises:
         ValueError: If a count is below its minimum or a task type is unknown.
@@ -69,6 +73,7 @@ class GameSettings:
     solve_max_new_tokens: int = 96
     temperature: float = 1.0
     top_p: float = 1.0
+    base_probe_answers: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_types", tuple(self.task_types))
@@ -78,8 +83,9 @@ class GameSettings:
         for name in ("tasks_per_teacher", "answers_per_task", "buffer_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GameSettings.{name} must be >= 1, got {getattr(self, name)}")
-        if self.references < 0:
-            raise ValueError(f"GameSettings.references must be >= 0, got {self.references}")
+        for name in ("references", "base_probe_answers"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"GameSettings.{name} must be >= 0, got {getattr(self, name)}")
 
 
 @dataclass
@@ -100,6 +106,13 @@ class PlayedTask:
     solve_rate: float | None = None
     teacher_reward: float = 0.0
     student_rewards: list[float] = field(default_factory=list)
+    measures: dict[str, float] = field(default_factory=dict)
+    base_answers: list[Generation] = field(default_factory=list)
+    base_solve_rate: float | None = None
+    #: Whitened advantages, the proposal's first, then each answer's (set by :func:`learn`).
+    advantages: list[float] = field(default_factory=list)
+    #: Per advantage, whether it was whitened with pooled statistics.
+    pooled: list[bool] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -167,17 +180,19 @@ def verify(played: Sequence[PlayedTask], executor: Any, buffer: TaskBuffer | Tas
         item.task = make_task(item.task_type, proposal.program, proposal.inputs, check.outputs)
         item.metrics = {k: float(v) for k, v in complexity(proposal.program).items()}
         item.complexity = complexity_score(item.metrics)
+        item.measures = program_measures(proposal.program, item.metrics)
         buffer_for(buffer, item.teacher).add(
             Triplet(program=proposal.program, input=proposal.inputs[0], output=check.outputs[0])
         )
 
 
 def solve(host: Any, played: Sequence[PlayedTask], settings: GameSettings, *, seed: int) -> None:
-    """Each matched solver samples ``n`` answers per valid task, all in one ``generate`` call."""
+    """Each matched solver samples ``n`` answers per valid task, and the frozen base model
+    ``base_probe_answers`` (its difficulty probe), all in one mixed ``generate`` call."""
     valid = [item for item in played if item.valid]
     if not valid:
         return
-    n = settings.answers_per_task
+    n, probe = settings.answers_per_task, settings.base_probe_answers
     sampling = SamplingParams(
         max_new_tokens=settings.solve_max_new_tokens,
         temperature=settings.temperature,
@@ -186,11 +201,18 @@ def solve(host: Any, played: Sequence[PlayedTask], settings: GameSettings, *, se
         seed=seed,
         n=n,
     )
-    gens = host.generate(
-        [solve_prompt(i.task) for i in valid], [i.student for i in valid], sampling
-    )
+    prompts = [solve_prompt(i.task) for i in valid]
+    adapters: list[str | None] = [i.student for i in valid]
+    per_row = [sampling] * len(valid)
+    if probe:
+        prompts += prompts
+        adapters += [None] * len(valid)
+        per_row += [replace(sampling, n=probe)] * len(valid)
+    gens = host.generate(prompts, adapters, per_row)
+    base = len(valid) * n
     for index, item in enumerate(valid):
         item.answers = list(gens[index * n : (index + 1) * n])
+        item.base_answers = list(gens[base + index * probe : base + (index + 1) * probe])
 
 
 def grade(
@@ -233,13 +255,19 @@ def learn(
     proposer_role: str,
     solver_role: str,
     frozen: Collection[str] = (),
+    pool_across_adapters: bool = True,
 ) -> dict[str, Any]:
     """One REINFORCE++ update per adapter on its own rollouts (``frozen`` adapters, the
     hall-of-fame opponents, are not updated).
 
-    Advantages are rewards whitened per (role, task type) over the whole population's batch
-    (Task-Relative REINFORCE++, as in Absolute Zero): with a few tasks per adapter, a
-    per-adapter baseline would be estimated from one or two samples.
+    Advantages are rewards whitened per (adapter, role, task type) group. With a few tasks per
+    adapter such a group is too small for its own baseline, so :func:`whiten_pooled`'s rule
+    applies: a group of fewer than :data:`~redqueen.engine.MIN_WHITEN_GROUP` samples uses the
+    statistics of its (role, task type) group over the whole population's batch (Task-Relative
+    REINFORCE++, as in Absolute Zero), and if that is small too, of its role. With
+    ``pool_across_adapters=False`` (independent agents, as in self-play) pooling stays within
+    the adapter: (adapter, role), then (adapter). Each played task records its advantages and
+    which of them were pooled.
 
     Returns:
         Learner statistics per adapter id.
@@ -247,20 +275,30 @@ def learn(
     owners: list[str] = []
     gens: list[Generation] = []
     rewards: list[float] = []
-    groups: list[Hashable] = []
+    levels: list[tuple[Hashable, ...]] = []
+
+    def add(owner: str, gen: Generation, reward: float, role: str, task_type: str) -> None:
+        owners.append(owner)
+        gens.append(gen)
+        rewards.append(reward)
+        if pool_across_adapters:
+            levels.append(((owner, role, task_type), (role, task_type), (role,)))
+        else:
+            levels.append(((owner, role, task_type), (owner, role), (owner,)))
+
     for item in played:
-        owners.append(item.teacher)
-        gens.append(item.proposal_gen)
-        rewards.append(item.teacher_reward)
-        groups.append((proposer_role, item.task_type))
+        add(item.teacher, item.proposal_gen, item.teacher_reward, proposer_role, item.task_type)
         for gen, reward in zip(item.answers, item.student_rewards, strict=True):
-            owners.append(item.student)
-            gens.append(gen)
-            rewards.append(reward)
-            groups.append((solver_role, item.task_type))
+            add(item.student, gen, reward, solver_role, item.task_type)
     if not gens:
         return {}
-    advantages = whiten_advantages(rewards, groups)
+    advantages, used = whiten_pooled(rewards, levels)
+    position = 0
+    for item in played:
+        size = 1 + len(item.answers)
+        item.advantages = [float(a) for a in advantages[position : position + size]]
+        item.pooled = [level > 0 for level in used[position : position + size]]
+        position += size
     per_adapter: dict[str, list[Rollout]] = defaultdict(list)
     for owner, gen, adv in zip(owners, gens, advantages, strict=True):
         if gen.token_ids:
@@ -329,6 +367,9 @@ def task_rows(played: Sequence[PlayedTask], step: int) -> list[dict[str, Any]]:
             "complexity": item.complexity,
             "solve_rate": item.solve_rate,
             "signature": item.signature,
+            "program": item.program,
+            **{key: item.measures.get(key) for key in MEASURE_KEYS},
+            "base_solve_rate": item.base_solve_rate,
         }
         for item in played
     ]

@@ -147,6 +147,7 @@ class CoevolutionEnv(CodeGameEnv):
             self.close()  # no sandbox processes outlive a failed construction
             raise
         self.signatures: set[str] = set()
+        self.cells: set[str] = set()
 
     # -- one step ---------------------------------------------------------------------------
 

@@ -68,6 +68,9 @@ class SelfPlayEnv(CodeGameEnv):
         ValueError: If ``solo`` is below 1 or ``replacement.replace_every`` is not 0.
     """
 
+    #: Solo agents are independent: small whitening groups pool within the agent only.
+    pool_across_adapters = False
+
     def __init__(
         self,
         *,
@@ -149,6 +152,7 @@ class SelfPlayEnv(CodeGameEnv):
             self.close()  # no sandbox processes outlive a failed construction
             raise
         self.signatures: set[str] = set()
+        self.cells: set[str] = set()
 
     def step(self) -> StepRecord:
         """Every solo member proposes, verifies, solves its own tasks, and learns from both."""

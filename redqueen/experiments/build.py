@@ -142,6 +142,7 @@ def game_settings(cfg: ExperimentConfig) -> Any:
         buffer_size=env.buffer_size,
         propose_max_new_tokens=env.propose_max_new_tokens,
         solve_max_new_tokens=env.solve_max_new_tokens,
+        base_probe_answers=env.base_probe_answers,
         temperature=cfg.sampling.temperature,
         top_p=cfg.sampling.top_p,
     )
@@ -177,6 +178,8 @@ def _code_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
             max_grad_norm=lrn.max_grad_norm,
             weight_decay=lrn.weight_decay,
             kl_coef=lrn.kl_coef,
+            epochs=lrn.epochs,
+            minibatches=lrn.minibatches,
         ),
         "executor": {
             "workers": env.executor.workers,

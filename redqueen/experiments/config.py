@@ -126,6 +126,8 @@ class EnvironmentConfig(_Section):
         buffer_size: Capacity of the task buffer (oldest entries are dropped first).
         propose_max_new_tokens: Token budget of a proposal.
         solve_max_new_tokens: Token budget of an answer.
+        base_probe_answers: Answers the frozen base model samples per valid task to measure its
+            solve rate (``base_solve_rate`` in ``tasks.jsonl``); ``0`` turns the probe off.
         teacher_reward: Teacher reward settings.
         student_reward: Student reward settings.
         executor: Verifier sandbox settings.
@@ -141,6 +143,7 @@ class EnvironmentConfig(_Section):
     buffer_size: int = Field(256, ge=1)
     propose_max_new_tokens: int = Field(128, ge=1)
     solve_max_new_tokens: int = Field(96, ge=1)
+    base_probe_answers: int = Field(2, ge=0)
     teacher_reward: TeacherRewardConfig = TeacherRewardConfig()
     student_reward: StudentRewardConfig = StudentRewardConfig()
     executor: ExecutorConfig = ExecutorConfig()
@@ -244,13 +247,17 @@ class ObjectivesConfig(_Section):
 
 
 class LearnerSettings(_Section):
-    """REINFORCE++ learner settings (one update per adapter per step)."""
+    """REINFORCE++ learner settings: per adapter per step, ``epochs`` passes over its rollouts,
+    each split into ``minibatches`` optimizer steps. ``lr: 0`` is accepted: the same
+    computation without learning, the control of an experiment on what learning adds."""
 
-    lr: float = Field(1e-4, gt=0)
+    lr: float = Field(1e-4, ge=0)
     clip: float = Field(0.2, gt=0)
     max_grad_norm: float = Field(1.0, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     kl_coef: float = Field(0.0, ge=0)
+    epochs: int = Field(1, ge=1)
+    minibatches: int = Field(1, ge=1)
 
 
 class SamplingConfig(_Section):

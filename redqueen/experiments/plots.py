@@ -454,3 +454,8 @@ def plot_archive(data: RunData) -> Figure:
         curve_ax.set_xlabel("step")
         curve_ax.set_title(f"{role}: QD-score and coverage", fontsize="small")
     return figure
+
+
+# The instrument plots (learning, task measures, coverage, solve-rate oscillation) live in their
+# own module; importing it registers them here.
+from redqueen.experiments import _instrument_plots  # noqa: E402, F401

@@ -43,7 +43,18 @@ METRIC_KEYS = {
     "behavioural_diversity",
     "phylogenetic_diversity",
     "coverage",
+    "kl_from_base",
+    "weight_change",
+    "informative_share",
+    "whiten_pooled_share",
+    "clip_fraction",
+    "tokens_generated",
+    "tokens_trained",
+    "coverage_cells",
+    "new_cells",
+    "probe_tokens",
 }
+MEASURES = ("ast_depth", "ast_nodes", "cyclomatic", "halstead_volume", "loc")
 TASK_KEYS = {
     "step",
     "teacher",
@@ -54,8 +65,24 @@ TASK_KEYS = {
     "complexity",
     "solve_rate",
     "signature",
+    "program",
+    *MEASURES,
+    "base_solve_rate",
 }
-RATING_KEYS = {"step", "id", "role", "mu", "sigma", "lcb", "objectives"}
+RATING_KEYS = {
+    "step",
+    "id",
+    "role",
+    "mu",
+    "sigma",
+    "lcb",
+    "objectives",
+    "tokens_generated",
+    "tokens_trained",
+    "kl_from_base",
+    "weight_change",
+    "clip_fraction",
+}
 
 
 def _snapshot(state: dict) -> dict:
@@ -99,12 +126,16 @@ def test_rows_follow_the_schema(played):
             if row["valid"]:
                 assert row["reason"] is None and isinstance(row["complexity"], float)
                 assert 0.0 <= row["solve_rate"] <= 1.0 and len(row["signature"]) == 12
+                assert "def f" in row["program"] and 0.0 <= row["base_solve_rate"] <= 1.0
+                assert all(row[key] >= 0.0 for key in MEASURES) and row["loc"] >= 1.0
+                assert row["ast_nodes"] > row["ast_depth"]
             else:
                 assert (
                     isinstance(row["reason"], str)
                     and row["complexity"] is None
                     and row["solve_rate"] is None
                 )
+                assert row["base_solve_rate"] is None and row["ast_nodes"] is None
         assert len({row["id"] for row in record.ratings}) == len(record.ratings) == 4
         for row in record.ratings:
             assert set(row) == RATING_KEYS and row["lcb"] == pytest.approx(
@@ -116,6 +147,31 @@ def test_rows_follow_the_schema(played):
     assert [row["task_type"] for row in first.tasks[:3]] == ["code_o", "code_i", "code_f"]
     assert second.metrics["coverage"] >= first.metrics["coverage"]
     assert {row["id"] for row in second.ratings} == {ind.id for ind in env.population.living}
+
+
+def test_learning_and_compute_are_accounted(played):
+    env, first, state, second = played
+    for record in (first, second):
+        metrics = record.metrics
+        # Every sampled token belongs to one adapter; the learner ran forward and backward.
+        assert metrics["tokens_generated"] == metrics["generated_tokens"] > 0
+        assert metrics["tokens_trained"] > 0
+        members = [row for row in record.ratings if row["kl_from_base"] is not None]
+        assert members and all(row["weight_change"] >= 0 for row in members)
+        assert 0.0 <= metrics["informative_share"] <= 1.0
+        # Each member's own (adapter, role, task type) group is far below 16 samples here.
+        assert metrics["whiten_pooled_share"] == 1.0
+        assert metrics["kl_from_base"] >= 0.0 and metrics["weight_change"] > 0.0
+    assert second.metrics["kl_from_base"] > 0.0  # sampled after an update with lr > 0
+    # Coverage cells: cumulative, the new ones counted once, kept in the checkpoint as strings.
+    assert first.metrics["coverage_cells"] == first.metrics["new_cells"]
+    assert (
+        second.metrics["coverage_cells"]
+        == first.metrics["coverage_cells"] + (second.metrics["new_cells"])
+    )
+    assert len(state["cells"]) == first.metrics["coverage_cells"]
+    assert all(isinstance(cell, str) and cell.count("/") == 3 for cell in state["cells"])
+    assert set(state["cells"]) <= env.cells
 
 
 def test_replacement_follows_into_the_host(played):

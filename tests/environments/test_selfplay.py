@@ -43,6 +43,13 @@ def test_selfplay_runs_a_step_on_its_own_tasks():
     assert "best_rating" not in record.metrics  # solo agents play no matches
     assert all(row["mu"] is None and "solve_rate" in row["objectives"] for row in record.ratings)
     assert not record.births and not record.deaths and env.step_count == 1
+    # Compute per solo agent, summed in the metrics: one adapter proposes and answers.
+    assert (
+        sum(row["tokens_generated"] for row in record.ratings) == record.metrics["tokens_generated"]
+    )
+    assert all(row["tokens_generated"] > 0 for row in record.ratings)
+    assert record.metrics["tokens_trained"] == sum(row["tokens_trained"] for row in record.ratings)
+    assert record.metrics["kl_from_base"] == pytest.approx(0.0, abs=1e-5)  # nothing learnt yet
     # Independent agents: each keeps its own task buffer, fed only by its own valid tasks.
     assert isinstance(env.buffer, TaskBuffers) and set(env.buffer.owners) == set(solo)
     programs = {agent: [t.program for t in env.buffer.of(agent)][1:] for agent in solo}  # after the seed

@@ -78,6 +78,11 @@ def test_overrides_parse_yaml_scalars_and_collections():
     assert cfg.evolution.selection_params == {"tournsize": 3}
 
 
+def test_learning_rate_zero_is_accepted_for_a_control_run():
+    cfg = load_config("tiny", ["learner.lr=0", "learner.epochs=3", "learner.minibatches=2"])
+    assert cfg.learner.lr == 0.0 and (cfg.learner.epochs, cfg.learner.minibatches) == (3, 2)
+
+
 def test_overrides_do_not_mutate_their_input():
     data = {"environment": {"name": "coevolution"}}
     out = apply_overrides(data, ["environment.answers_per_task=2"])
@@ -122,6 +127,8 @@ def test_teacher_reward_variant_resolves_extreme():
         (["matchmaking.bogus=1"], "matchmaking.bogus: unknown key"),
         (["steps"], "expected dotted key=value"),
         (["steps.x=1"], "steps: not a section"),
+        (["learner.lr=-1e-3"], "learner.lr:"),
+        (["learner.epochs=0"], "learner.epochs:"),
     ],
 )
 def test_errors_are_one_line_naming_the_field(overrides, expected):

@@ -37,12 +37,18 @@ def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
                                 "teacher_reward": 0.5, "valid_share": 0.8, "best_rating": 25.0 + step,
                                 "genotypic_diversity": 1.0 + step, "behavioural_diversity": 0.3,
                                 "qd_score/teacher": 2.0 + step, "coverage/teacher": 0.02 * (step + 1),
-                                "archive/teacher": [[0, 1, 2.0], [3, 4, 1.0 + step]]}])
+                                "archive/teacher": [[0, 1, 2.0], [3, 4, 1.0 + step]],
+                                "kl_from_base": 0.01 * step, "weight_change": 0.002 * step,
+                                "informative_share": 0.9, "clip_fraction": 0.0,
+                                "coverage_cells": 4.0 + step, "new_cells": 4.0 if step == 0 else 1.0,
+                                "base_solve_rate": 0.25}])
         if with_tasks:
             run.append("tasks", [{"step": step, "teacher": "teacher-0001", "student": "student-0001",
                                   "task_type": t, "valid": True, "reason": None,
                                   "complexity": float(rng.uniform(1, 9)), "solve_rate": 0.5,
-                                  "signature": "abc"} for t in ("code_o", "code_i")])
+                                  "signature": "abc", "ast_nodes": 20.0 + step, "cyclomatic": 2.0,
+                                  "halstead_volume": 30.0, "base_solve_rate": 0.5}
+                                 for t in ("code_o", "code_i")])
         living = ["teacher-0001", "student-0001"] + (
             ["teacher-0002", "student-0002"] if step == 2 else ["teacher-0000", "student-0000"])
         rows = []
@@ -63,7 +69,8 @@ def test_every_plot_is_written_as_png(tmp_path):
     assert report.notes == []
     names = {p.stem for p in report.written}
     assert names == set(PLOTS) >= {"lineage", "diversity", "performance", "complexity", "ratings",
-                                   "pareto", "operators", "archive"}
+                                   "pareto", "operators", "archive", "learning", "task_measures",
+                                   "coverage", "solve_oscillation"}
     for file in report.written:
         assert file.parent == run.plots_dir
         assert file.read_bytes()[:8] == PNG_MAGIC
@@ -73,7 +80,7 @@ def test_plots_without_data_skip_with_a_note(tmp_path):
     run = _write_run(tmp_path, with_tasks=False, objectives=1)
     report = make_plots(run.path, out_dir=tmp_path / "figs")
     skipped = {note.split(":")[0] for note in report.notes}
-    assert skipped == {"complexity", "pareto"}
+    assert skipped == {"complexity", "pareto", "task_measures"}
     assert all("skipped" in note for note in report.notes)
     assert (tmp_path / "figs" / "lineage.png").is_file()
 
@@ -124,3 +131,15 @@ def test_single_objective_and_surrogate_runs_skip_pareto_and_complexity(tmp_path
     notes = make_plots(run.path).notes
     assert {note.split(":")[0] for note in notes} == {"complexity", "pareto"}
     assert any("surrogate" in note for note in notes)
+
+
+def test_instrument_plots_draw_their_series(tmp_path):
+    data = load_run_data(_write_run(tmp_path, with_tasks=True, objectives=1).path)
+    measures = PLOTS["task_measures"](data)
+    top = measures.axes[0]
+    assert top.get_ylabel() == "ast_nodes"
+    assert list(top.lines[0].get_ydata()) == [20.0, 21.0, 22.0]  # proposed by the teacher role
+    assert top.lines[0].get_label() == "proposed by teacher"
+    oscillation = PLOTS["solve_oscillation"](data)
+    residual = [bar.get_height() for bar in oscillation.axes[1].patches]
+    assert residual == pytest.approx([-0.0333, 0.0, 0.0333], abs=1e-3)  # a linear rise, edge-padded

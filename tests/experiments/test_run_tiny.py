@@ -70,8 +70,15 @@ def test_tiny_run_directory_is_complete_and_adapters_load_with_peft(reference):
     from redqueen.genomes import LoRAGenome
 
     run = RunDirectory(reference)
-    assert [row["step"] for row in run.read_log("metrics")] == list(range(STEPS))
+    metrics = run.read_log("metrics")
+    assert [row["step"] for row in metrics] == list(range(STEPS))
+    for key in ("kl_from_base", "weight_change", "informative_share", "clip_fraction"):
+        assert all(row[key] >= 0 for row in metrics)
+    for key in ("tokens_generated", "tokens_trained", "coverage_cells"):
+        assert metrics[-1][key] > 0
+    assert sum(row["new_cells"] for row in metrics) == metrics[-1]["coverage_cells"]
     tasks = run.read_log("tasks")
+    assert {"program", "ast_nodes", "halstead_volume", "base_solve_rate"} <= set(tasks[0])
     assert {row["task_type"] for row in tasks} <= {"code_o", "code_i", "code_f"} and tasks
     lineage = Lineage.from_csv(run.lineage_path)  # every ancestor id exists
     assert any(record.parents for record in lineage.records)
@@ -94,6 +101,7 @@ def test_tiny_run_directory_is_complete_and_adapters_load_with_peft(reference):
 
     pngs = {p.stem for p in run.plots_dir.glob("*.png")}
     assert {"lineage", "performance", "complexity", "ratings", "diversity", "operators"} <= pngs
+    assert {"learning", "task_measures", "coverage", "solve_oscillation"} <= pngs
 
 
 def test_tiny_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):

@@ -1,0 +1,85 @@
+"""How far an adapter has moved from the base model: :func:`kl_from_base`, :func:`weight_change`.
+
+Both are logged after every learner step, so that a run shows whether its inner loop learns
+at all: a learning-rate-0 control gives exactly 0 for both (with ``peft`` founders, B = 0).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+from redqueen.engine._batch import RolloutBatch
+from redqueen.engine._lora_layer import MultiLoRALinear
+from redqueen.engine._rollout import Rollout
+
+if TYPE_CHECKING:
+    from redqueen.engine._host import AdapterHost
+    from redqueen.engine._learner import Learner
+
+__all__ = ["kl_from_base", "weight_change"]
+
+#: Squared norm of each frozen base weight, computed once per layer.
+_BASE_NORMS: weakref.WeakKeyDictionary[MultiLoRALinear, float] = weakref.WeakKeyDictionary()
+
+
+@torch.no_grad()
+def kl_from_base(learner: Learner, rollouts: Sequence[Rollout]) -> float:
+    """Mean per-token KL(policy || base model) of the policy that sampled ``rollouts``.
+
+    The rollouts' own tokens are a sample from the policy, and their log-probabilities
+    ``log p`` were stored when they were sampled, so one forward pass of the base model
+    (``log q``) suffices: per token, ``k3 = (q / p - 1) - log(q / p)``, Schulman's estimator,
+    unbiased for the KL divergence and never negative; the mean is over completion tokens.
+    This is the policy before this step's update: a step-``t`` value reflects the updates of
+    steps ``0 .. t - 1``.
+
+    Args:
+        learner: The learner whose host holds the base model (its forward pass is reused).
+        rollouts: The adapter's rollouts of this step.
+
+    Returns:
+        Nats per token (0 if the rollouts have no completion tokens).
+    """
+    host = learner.host
+    total, count = 0.0, 0
+    size = learner.config.micro_batch_size
+    for start in range(0, len(rollouts), size):
+        batch = RolloutBatch.build(rollouts[start : start + size], host.pad_token_id, host.device)
+        with host.use_adapter(None):
+            log_ratio = learner.logprobs(batch) - batch.old_logprobs  # log(q / p), (batch, width)
+        k3 = torch.expm1(log_ratio) - log_ratio
+        total += float(torch.where(batch.mask, k3, 0.0).sum())
+        count += int(batch.mask.sum())
+    return total / count if count else 0.0
+
+
+@torch.no_grad()
+def weight_change(host: AdapterHost, adapter_id: str) -> float:
+    """``||dW|| / ||W||`` of one adapter over every module it adapts (Frobenius norms).
+
+    ``dW = s B A`` is never formed: ``||B A||^2 = <B^T B, A A^T>``, an inner product of two
+    ``r x r`` Gram matrices, the same low-rank algebra the genome distances use. Numerator and
+    denominator are summed over modules before the ratio, so large modules weigh more.
+
+    Args:
+        host: The host holding the adapter.
+        adapter_id: The adapter.
+
+    Returns:
+        The relative size of the adapter's update (0 for a zero update).
+    """
+    delta, base = 0.0, 0.0
+    for layer in host.model.modules():
+        if not isinstance(layer, MultiLoRALinear) or adapter_id not in layer.adapters:
+            continue
+        a, b, scaling = layer.adapters[adapter_id]  # A (r, in), B (out, r)
+        a, b = a.float(), b.float()
+        delta += scaling**2 * float(((b.T @ b) * (a @ a.T)).sum())
+        if layer not in _BASE_NORMS:
+            _BASE_NORMS[layer] = float(layer.weight.float().pow(2).sum())
+        base += _BASE_NORMS[layer]
+    return (max(delta, 0.0) ** 0.5) / (base**0.5) if base > 0 else 0.0
