@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from redqueen.experiments.plots import (
+from redqueen.experiments._plot_base import (
     PLOTS,
     ROLE_COLOURS,
     RunData,

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from redqueen.experiments.rundir import fsync_directory
+from redqueen.experiments._fsync import fsync_directory
 
 #: Bumped when the checkpoint layout changes incompatibly (1: pickled ``state.pt``).
 CHECKPOINT_FORMAT = 2

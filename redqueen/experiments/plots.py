@@ -14,13 +14,9 @@ Objective values are taken as "larger is better" (ratings, rewards, solve rates)
 
 from __future__ import annotations
 
-import csv
 import logging
-import math
 import os
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,80 +27,21 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from redqueen._registry import Registry  # noqa: E402
-from redqueen.experiments.rundir import RunDirectory, RunDirectoryError  # noqa: E402
+from redqueen.experiments._plot_base import (  # noqa: E402
+    PLOTS,
+    ROLE_COLOURS,
+    PlotReport,
+    RunData,
+    SkipPlot,
+    _number,
+    _plot_metric_panels,
+    _series,
+    load_run_data,
+)
+
+__all__ = ["PLOTS", "PlotReport", "RunData", "SkipPlot", "load_run_data", "make_plots"]
 
 _log = logging.getLogger(__name__)
-
-ROLE_COLOURS = {"teacher": "tab:red", "student": "tab:blue", "solo": "tab:green"}
-
-
-class SkipPlot(Exception):
-    """Raised by a plot function when the run holds no data for it; the message says why."""
-
-
-@dataclass
-class RunData:
-    """The rows of a run directory's logs and lineage, as plots read them.
-
-    Attributes:
-        path: The run directory.
-        metrics: ``metrics.jsonl`` rows.
-        tasks: ``tasks.jsonl`` rows.
-        ratings: ``ratings.jsonl`` rows.
-        lineage: ``lineage.csv`` rows (strings, as the CSV holds them).
-        config: ``config.yaml`` (the fully resolved configuration).
-    """
-
-    path: Path
-    metrics: list[dict[str, Any]] = field(default_factory=list)
-    tasks: list[dict[str, Any]] = field(default_factory=list)
-    ratings: list[dict[str, Any]] = field(default_factory=list)
-    lineage: list[dict[str, str]] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PlotReport:
-    """What :func:`make_plots` wrote and what it skipped.
-
-    Attributes:
-        written: Paths of the PNG files written.
-        notes: One line per skipped plot, naming it and the reason.
-    """
-
-    written: list[Path]
-    notes: list[str]
-
-
-#: Plot functions by name; each writes ``plots/<name>.png``.
-PLOTS: Registry[Callable[[RunData], Figure]] = Registry("plot")
-
-
-def load_run_data(path: str | os.PathLike[str]) -> RunData:
-    """Read the logs and ``lineage.csv`` of a run directory (absent files read as empty).
-
-    Raises:
-        RunDirectoryError: If ``path`` is not a run directory, a log line is not JSON, or a
-            file is not UTF-8 text.
-    """
-    run_dir = RunDirectory(path)
-    run_dir.require()
-    lineage: list[dict[str, str]] = []
-    if run_dir.lineage_path.is_file():
-        try:
-            with open(run_dir.lineage_path, newline="", encoding="utf-8") as handle:
-                lineage = list(csv.DictReader(handle))
-        except (UnicodeDecodeError, csv.Error) as error:
-            raise RunDirectoryError(f"{run_dir.lineage_path}: not a readable CSV file ({error})") from None
-    return RunData(
-        path=run_dir.path,
-        metrics=run_dir.read_log("metrics"),
-        tasks=run_dir.read_log("tasks"),
-        ratings=run_dir.read_log("ratings"),
-        lineage=lineage,
-        config=run_dir.read_config(),
-    )
 
 
 def make_plots(
@@ -136,42 +73,6 @@ def make_plots(
         plt.close(figure)
         written.append(file)
     return PlotReport(written, notes)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _series(rows: list[dict[str, Any]], key: str) -> tuple[list[float], list[float]]:
-    xs, ys = [], []
-    for row in rows:
-        x, y = _number(row.get("step")), _number(row.get(key))
-        if x is not None and y is not None:
-            xs.append(x)
-            ys.append(y)
-    return xs, ys
-
-
-def _plot_metric_panels(data: RunData, panels: list[list[str]], title: str) -> Figure:
-    shown = [[k for k in keys if _series(data.metrics, k)[0]] for keys in panels]
-    shown = [keys for keys in shown if keys]
-    if not shown:
-        wanted = ", ".join(k for keys in panels for k in keys)
-        raise SkipPlot(f"metrics.jsonl has none of {wanted}")
-    figure, axes = plt.subplots(len(shown), 1, figsize=(7, 2.6 * len(shown)), squeeze=False)
-    for ax, keys in zip(axes[:, 0], shown, strict=True):
-        for key in keys:
-            ax.plot(*_series(data.metrics, key), marker=".", label=key)
-        ax.set_ylabel(" / ".join(keys) if len(keys) == 1 else "value")
-        ax.legend(fontsize="small")
-        ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("step")
-    axes[0, 0].set_title(title)
-    return figure
 
 
 def _parse_ancestors(text: str) -> list[str]:

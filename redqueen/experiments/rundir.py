@@ -32,6 +32,7 @@ from typing import IO, Any
 
 import yaml
 
+from redqueen.experiments._fsync import fsync_directory
 from redqueen.experiments.runlock import (
     SNAPSHOT_LOCK_FILE,
     RunDirectoryBusyError,
@@ -82,20 +83,6 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "value") and isinstance(value.value, (str, int, float)):  # enums
         return value.value
     return str(value)
-
-
-def fsync_directory(path: Path) -> None:
-    """Flush a directory entry to disk so that a rename inside it survives a crash."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # some platforms cannot open directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -10,12 +10,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from redqueen.genomes._errors import GenomeMismatchError
+
 #: Version tag written into :meth:`LoRAGenome.state_dict`, checked on load.
 STATE_FORMAT = "redqueen.lora_genome/1"
-
-
-class GenomeMismatchError(ValueError):
-    """Raised when genomes that must line up (same modules, shapes, base model) do not."""
 
 
 class LoRAGenome:
@@ -327,7 +325,7 @@ class LoRAGenome:
         """Read a PEFT LoRA folder (``adapter_config.json`` + ``adapter_model.safetensors``)."""
         from redqueen.genomes._peft_io import read_peft_folder
 
-        return read_peft_folder(path)
+        return read_peft_folder(path, cls)
 
     def save_peft(self, path: str | Path, *, base_model: str | None = None) -> Path:
         """Write a PEFT LoRA folder that ``peft.PeftModel.from_pretrained`` loads.
@@ -348,7 +346,7 @@ class LoRAGenome:
         """Copy the factors of one adapter slot of a live ``PeftModel`` (no disk round trip)."""
         from redqueen.genomes._peft_io import extract_from_model
 
-        return extract_from_model(model, adapter_name)
+        return extract_from_model(model, cls, adapter_name)
 
     def load_into(self, peft_model: Any, adapter_name: str = "default") -> None:
         """Write this genome into an adapter slot of a live ``PeftModel`` (created if absent)."""

@@ -7,12 +7,15 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor, nn
 
-from redqueen.genomes._genome import GenomeMismatchError, LoRAGenome
+from redqueen.genomes._errors import GenomeMismatchError
+
+if TYPE_CHECKING:  # the genome class is handed in by its own methods: no import circle
+    from redqueen.genomes._genome import LoRAGenome
 
 CONFIG_FILE = "adapter_config.json"
 WEIGHTS_FILE = "adapter_model.safetensors"
@@ -60,7 +63,7 @@ def write_peft_folder(
     return folder
 
 
-def read_peft_folder(path: str | Path) -> LoRAGenome:
+def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGenome:
     """Read a PEFT LoRA folder; see :meth:`LoRAGenome.from_peft`.
 
     Raises:
@@ -116,7 +119,7 @@ def read_peft_folder(path: str | Path) -> LoRAGenome:
             )
         factors[module] = (pair["A"], pair["B"])
     try:
-        return LoRAGenome(
+        return genome_class(
             factors, rank=rank, alpha=alpha, base_model=cfg.get("base_model_name_or_path")
         )
     except ValueError as err:
@@ -133,7 +136,9 @@ def _lora_layers(model: nn.Module, adapter_name: str) -> dict[str, nn.Module]:
     return found
 
 
-def extract_from_model(model: nn.Module, adapter_name: str = "default") -> LoRAGenome:
+def extract_from_model(
+    model: nn.Module, genome_class: type[LoRAGenome], adapter_name: str = "default"
+) -> LoRAGenome:
     """Copy one adapter slot of a live PEFT model into a genome; see :meth:`LoRAGenome.from_peft_model`.
 
     Raises:
@@ -159,7 +164,7 @@ def extract_from_model(model: nn.Module, adapter_name: str = "default") -> LoRAG
     }
     config = getattr(model, "peft_config", {}).get(adapter_name)
     base = getattr(config, "base_model_name_or_path", None)
-    return LoRAGenome(factors, rank=ranks.pop(), alpha=alphas.pop(), base_model=base)
+    return genome_class(factors, rank=ranks.pop(), alpha=alphas.pop(), base_model=base)
 
 
 def load_into_model(

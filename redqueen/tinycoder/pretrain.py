@@ -28,14 +28,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from transformers import LlamaForCausalLM
 
 from redqueen.tinycoder.card import write_model_card
 from redqueen.tinycoder.corpus import render_documents, save_corpus
 from redqueen.tinycoder.model import SIZES, STORAGE_DTYPES, save_model, tiny_coder_config
 from redqueen.tinycoder.rates import measure_rates
-from redqueen.tinycoder.splits import SPLITS, build_with_progress, load_splits
+from redqueen.tinycoder.splits import SPLITS, build_with_progress, load_splits, progress_bar
 from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer
 from redqueen.verifiers import Executor
 
@@ -153,18 +152,6 @@ def _lr_at(step: int, total: int, peak: float, time_fraction: float = 0.0) -> fl
         return peak * (step + 1) / warmup
     progress = max((step - warmup) / max(total - warmup, 1), min(time_fraction, 1.0))
     return peak * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
-
-
-def progress_bar() -> Progress:
-    """The progress bar of the corpus build and of training."""
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> dict:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
 from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.corpus import CorpusEntry, build_corpus, load_corpus, save_corpus
 from redqueen.tinycoder.programs import OOD_LEVEL, TRAIN_LEVELS
@@ -31,6 +33,19 @@ __all__ = ["SPLITS", "CorpusSplits", "build_splits", "load_splits", "main", "sha
 
 #: Split names, also the file stems.
 SPLITS: tuple[str, ...] = ("train", "heldout", "ood")
+
+
+def progress_bar() -> Progress:
+    """The progress bar of the corpus build and of training."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
+
 
 
 @dataclass(frozen=True)
@@ -111,7 +126,6 @@ def build_with_progress(
     n_train: int, n_heldout: int, n_ood: int, *, seed: int, workers: int | None
 ) -> CorpusSplits:
     """:func:`build_splits` on an ``Executor`` with ``workers`` (default: every core), with a bar."""
-    from redqueen.tinycoder.pretrain import progress_bar
 
     totals = {"train": n_train + n_heldout, "ood": n_ood}
     with Executor(workers=workers or os.cpu_count() or 1) as executor, progress_bar() as bar:
