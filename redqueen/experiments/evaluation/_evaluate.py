@@ -19,7 +19,7 @@ from redqueen.experiments.evaluation._contestants import (
 )
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore
 from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make_suite
-from redqueen.experiments.rundir import RunDirectoryError
+from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 _log = logging.getLogger(__name__)
 
@@ -92,11 +92,13 @@ def evaluate_run(
     import torch
 
     suite = make_suite(suite)
-    contestants = population_contestants(run_dir)
-    contestants.append(Contestant("base", "base", "base", None))
-    for baseline in baselines:
-        contestants += baseline_contestants(baseline)
-    genomes = _read_genomes(contestants)
+    # Members, roles and adapters of one step, even while the run goes on writing its next ones.
+    with RunDirectory(run_dir).snapshot():
+        contestants = population_contestants(run_dir)
+        contestants.append(Contestant("base", "base", "base", None))
+        for baseline in baselines:
+            contestants += baseline_contestants(baseline)
+        genomes = _read_genomes(contestants)
     model_name, section = run_model(run_dir)
     problems = suite.problems(limit)
     if not problems:
