@@ -82,6 +82,8 @@ def test_sweep_two_schemes_three_seeds_on_ray_then_compare(tmp_path):
     pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the dev extra installs it)")
     import ray
 
+    if ray.is_initialized():  # an earlier test's cluster: this one needs its own 2-CPU instance
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)  # both sweeps share it
     try:
         _sweep_then_compare(tmp_path)
