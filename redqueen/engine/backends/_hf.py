@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import torch
@@ -17,7 +17,7 @@ from redqueen.engine.backends._base import BACKENDS
 if TYPE_CHECKING:
     from redqueen.engine._host import AdapterHost
 
-__all__ = ["HFBackend", "row_seeds"]
+__all__ = ["HFBackend", "generate_in_chunks", "row_seeds"]
 
 # Extra tokens decoded around a stop string: a token may decode to less than one character.
 _STOP_MARGIN = 4
@@ -54,27 +54,9 @@ class HFBackend:
         params: Sequence[SamplingParams],
     ) -> list[Generation]:
         """Sample one completion per row (see :class:`~redqueen.engine.backends.GenerationBackend`)."""
-        seed = params[0].seed if params else None
-        # One stream per row, so that a row's sample does not depend on the rows beside it
-        # (sharded and single-process runs draw the same tokens).
-        streams = None
-        if seed is not None:
-            streams = [
-                torch.Generator().manual_seed(s) for s in row_seeds(seed, prompt_ids, adapter_ids)
-            ]
-        size = self.host.max_batch_size
-        out: list[Generation] = []
-        for start in range(0, len(prompt_ids), size):
-            stop = start + size
-            out.extend(
-                self._generate_batch(
-                    prompt_ids[start:stop],
-                    adapter_ids[start:stop],
-                    params[start:stop],
-                    None if streams is None else streams[start:stop],
-                )
-            )
-        return out
+        return generate_in_chunks(
+            prompt_ids, adapter_ids, params, self.host.max_batch_size, self._generate_batch
+        )
 
     # -- one padded batch ------------------------------------------------------------------
 
@@ -195,6 +177,39 @@ class HFBackend:
             tail = decode(ids[-window:], skip_special_tokens=True)
             if any(s in tail for s in stops[row]):
                 stop_hit[row] = True
+
+
+def generate_in_chunks(
+    prompt_ids: Sequence[Sequence[int]],
+    adapter_ids: Sequence[str | None],
+    params: Sequence[SamplingParams],
+    size: int,
+    generate_batch: Callable[..., list[Generation]],
+) -> list[Generation]:
+    """Rows in chunks of ``size``, each row sampling from its own seeded stream.
+
+    One stream per row (:func:`row_seeds`), so that a row's sample does not depend on the rows
+    beside it: sharded and single-process runs, and every backend, draw the same tokens.
+    ``generate_batch(prompts, adapters, params, streams)`` decodes one chunk.
+    """
+    seed = params[0].seed if params else None
+    streams = None
+    if seed is not None:
+        streams = [
+            torch.Generator().manual_seed(s) for s in row_seeds(seed, prompt_ids, adapter_ids)
+        ]
+    out: list[Generation] = []
+    for start in range(0, len(prompt_ids), size):
+        stop = start + size
+        out.extend(
+            generate_batch(
+                prompt_ids[start:stop],
+                adapter_ids[start:stop],
+                params[start:stop],
+                None if streams is None else streams[start:stop],
+            )
+        )
+    return out
 
 
 def row_seeds(

@@ -13,7 +13,7 @@ from redqueen.engine.backends._base import BACKENDS
 from redqueen.engine.backends._decode_state import DecodeState
 from redqueen.engine.backends._decoder import StaticDecoder, lora_layers
 from redqueen.engine.backends._device_sampler import DeviceSampler
-from redqueen.engine.backends._hf import _cut_at_stop, row_seeds
+from redqueen.engine.backends._hf import _cut_at_stop, generate_in_chunks
 from redqueen.engine.backends._lora_stack import StackedLoRA
 from redqueen.engine.backends._row_ends import RowEnds
 
@@ -90,25 +90,9 @@ class StaticBackend:
         params: Sequence[SamplingParams],
     ) -> list[Generation]:
         """Sample one completion per row (see :class:`~redqueen.engine.backends.GenerationBackend`)."""
-        seed = params[0].seed if params else None
-        streams = None
-        if seed is not None:
-            streams = [
-                torch.Generator().manual_seed(s) for s in row_seeds(seed, prompt_ids, adapter_ids)
-            ]
-        size = self.host.max_batch_size
-        out: list[Generation] = []
-        for start in range(0, len(prompt_ids), size):
-            stop = start + size
-            out.extend(
-                self._generate_batch(
-                    prompt_ids[start:stop],
-                    adapter_ids[start:stop],
-                    params[start:stop],
-                    None if streams is None else streams[start:stop],
-                )
-            )
-        return out
+        return generate_in_chunks(
+            prompt_ids, adapter_ids, params, self.host.max_batch_size, self._generate_batch
+        )
 
     # -- one batch -------------------------------------------------------------------------
 
