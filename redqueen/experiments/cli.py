@@ -10,6 +10,7 @@ Bad input exits with status 2 and one line naming the field or file, never a tra
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import sys
 import time
@@ -104,10 +105,37 @@ def _root(
         configure_logging(log_level)
 
 
+#: Entry-point group through which an installed package registers plug-ins without flags.
+ENTRY_POINT_GROUP = "redqueen.plugins"
+
+
 def load_plugins() -> None:
-    """Import every module that registers plug-ins."""
+    """Import every module that registers plug-ins: the shipped ones, then every entry point of
+    the ``redqueen.plugins`` group of the installed packages.
+
+    Raises:
+        ValueError: Naming the entry point, if it fails to import.
+    """
     for module in PLUGIN_MODULES:
         importlib.import_module(module)
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:  # an installed plug-in may raise anything, sys.exit too
+            raise ValueError(
+                f"plugin {entry.name} ({entry.value}, entry point {ENTRY_POINT_GROUP}): cannot import "
+                f"({type(error).__name__}: {_one_line(error)})"
+            ) from None
+
+
+def _plugin_option(action: str) -> typer.models.OptionInfo:
+    return typer.Option(
+        None,
+        "--plugin",
+        help=f"Module or .py file registering operators, plots, ... to {action} (repeatable).",
+    )
 
 
 def import_plugin(spec: str) -> str:
@@ -357,13 +385,18 @@ def _import_confirmed_plugins(run_dir: Path, trust: bool, named: list[str]) -> N
 
 
 @app.command("plot")
-def plot_command(run_dir: Path = typer.Argument(..., help="The run directory.")) -> None:
+def plot_command(
+    run_dir: Path = typer.Argument(..., help="The run directory."),
+    plugins: list[str] | None = _plugin_option("draw"),
+) -> None:
     """Draw the plots of a run into DIR/plots/ from its logs and lineage."""
     from redqueen.experiments.plots import make_plots
     from redqueen.experiments.rundir import RunDirectory
 
     with bad_input_exits():
         load_plugins()
+        for spec in plugins or ():
+            import_plugin(spec)
         run = RunDirectory(run_dir)
         run.require()
         with run.snapshot():
@@ -395,10 +428,13 @@ app.command("compare")(compare_command)
 
 
 @app.command("list")
-def list_registries() -> None:
-    """Show every registered operator, selection scheme, environment and preset (plain text)."""
+def list_registries(plugins: list[str] | None = _plugin_option("list")) -> None:
+    """Show every registered operator, selection scheme, environment and preset (plain text),
+    with those of installed (entry point ``redqueen.plugins``) and given plug-ins."""
     with bad_input_exits():
         load_plugins()
+        for spec in plugins or ():
+            import_plugin(spec)
     for kind, registry in sorted(ALL_REGISTRIES.items()):
         typer.echo(f"{kind}:")
         names = sorted(registry)
