@@ -303,6 +303,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--limit", type=int, default=96, help="held-out code_output problems")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--name", default="arms_race", help="stem of the result files")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -340,8 +341,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         **analyse(per_seed),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "arms_race.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
-    plot(series, args.out / "arms_race.png")
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
+    plot(series, args.out / f"{args.name}.png")
     print(
         json.dumps(
             {
