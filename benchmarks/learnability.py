@@ -120,13 +120,16 @@ def train_step(
     }
 
 
-def run_seed(seed: int, steps: int) -> dict[str, Any]:
+def run_seed(seed: int, steps: int, lr: float | None = None) -> dict[str, Any]:
     """One seed of the probe: base pass@1, training, pass@1 at steps 12 and ``steps``."""
     cfg = load_config("tiny")
     torch.manual_seed(seed)
     random.seed(seed)
     host = AdapterHost(None, device="cpu")
-    learner = Learner(host, LearnerConfig(**cfg.learner.model_dump()))
+    settings = cfg.learner.model_dump()
+    if lr is not None:
+        settings["lr"] = lr
+    learner = Learner(host, LearnerConfig(**settings))
     genome = LoRAGenome.random(
         host.module_shapes,
         rank=cfg.population.rank,
@@ -187,11 +190,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=24)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--lr", type=float, default=None, help="learning rate (preset's if unset)")
     parser.add_argument("--out", type=Path, default=RESULTS / "learnability.json")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
-    per_seed = {str(seed): run_seed(seed, args.steps) for seed in args.seeds}
+    per_seed = {str(seed): run_seed(seed, args.steps, args.lr) for seed in args.seeds}
     estimates = {
         key: _ci([row[key] for row in per_seed.values()])
         for key in ("P1", "P2", "P3", "final_kl_from_base", "seconds_per_step")
@@ -201,6 +205,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "seeds": args.seeds,
         "setup": {
             "steps": args.steps,
+            "lr": args.lr if args.lr is not None else load_config("tiny").learner.lr,
             "tasks_per_step": TASKS_PER_STEP,
             "answers_per_task": ANSWERS_PER_TASK,
             "held_out_problems": EVAL_PROBLEMS,
