@@ -98,8 +98,19 @@ class Outcome:
         return self.stdout
 
 
+@dataclass(frozen=True)
+class Commands:
+    """The folder the commands ran in (their run directories are under it) and their outcomes."""
+
+    root: Path
+    outcomes: dict[str, Outcome]
+
+    def check(self, name: str) -> str:
+        return self.outcomes[name].check()
+
+
 @pytest.fixture(scope="module")
-def commands(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
     """Every example through the command line: ``list`` with all of them, one ``games`` run
     using six, the environment's own run, and ``eval`` with the suite."""
     root = tmp_path_factory.mktemp("plugins")
@@ -146,8 +157,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
         code = int(path.with_suffix(".code").read_text()) if path.with_suffix(".code").exists() else -1
         stdout = path.read_text() if path.exists() else ""
         outcomes[name] = Outcome(code, stdout, done.stderr)
-    outcomes["root"] = Outcome(0, str(root), done.stderr)
-    return outcomes
+    return Commands(root, outcomes)
 
 
 def test_page_shows_every_example_file_as_it_is_on_disk() -> None:
@@ -172,10 +182,10 @@ def test_examples_import_only_public_names() -> None:
                     assert not any(p.startswith("_") for p in name.split(".")), (file.name, name)
 
 
-def test_list_shows_what_each_example_registers(commands: dict[str, Outcome]) -> None:
+def test_list_shows_what_each_example_registers(commands: Commands) -> None:
     listed: dict[str, list[str]] = {}
     kind = ""
-    for line in commands["list"].check().splitlines():
+    for line in commands.check("list").splitlines():
         if line and not line.startswith(" "):
             kind = line.rstrip(":")
             listed[kind] = []
@@ -186,10 +196,10 @@ def test_list_shows_what_each_example_registers(commands: dict[str, Outcome]) ->
 
 
 def test_operators_selection_objective_game_and_plot_in_one_games_run(
-    commands: dict[str, Outcome],
+    commands: Commands,
 ) -> None:
-    commands["games"].check()
-    run = Path(commands["root"].stdout) / "games"
+    commands.check("games")
+    run = commands.root / "games"
     config = yaml.safe_load((run / "config.yaml").read_text())
     assert config["environment"]["options"] == {"game": "threshold", "margin": 0.2}
     assert config["evolution"]["selection"] == "linear_rank"
@@ -210,9 +220,9 @@ def test_operators_selection_objective_game_and_plot_in_one_games_run(
     assert (run / "plots" / "turnover.png").stat().st_size > 0
 
 
-def test_environment_runs_from_its_configuration(commands: dict[str, Outcome]) -> None:
-    commands["target"].check()
-    run = Path(commands["root"].stdout) / "target"
+def test_environment_runs_from_its_configuration(commands: Commands) -> None:
+    commands.check("target")
+    run = commands.root / "target"
     metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     best = [row["best_closeness"] for row in metrics]
     assert len(best) == 4 and best == sorted(best)  # the best member is never culled
@@ -221,9 +231,9 @@ def test_environment_runs_from_its_configuration(commands: dict[str, Outcome]) -
     assert len(list((run / "population").iterdir())) == 8
 
 
-def test_suite_scores_a_run(commands: dict[str, Outcome]) -> None:
-    assert "tiny_functions" in commands["eval"].check()
-    run = Path(commands["root"].stdout) / "eval"
+def test_suite_scores_a_run(commands: Commands) -> None:
+    assert "tiny_functions" in commands.check("eval")
+    run = commands.root / "eval"
     report = json.loads((run / "eval_tiny_functions.json").read_text())
     assert report["problems"] == ["tiny/0", "tiny/1", "tiny/2"]
     assert {score["member"] for score in report["scores"]} == {"student-0000", "base"}
