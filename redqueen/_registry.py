@@ -10,6 +10,7 @@ one :class:`Registry`. A plug-in is one decorated function or class::
         ...
 
 ``redqueen list`` prints every registry, so a plug-in shows up without touching core code.
+``docs/writing-a-plugin.md`` has a complete example file for every kind.
 """
 
 from __future__ import annotations

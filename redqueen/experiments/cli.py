@@ -9,9 +9,6 @@ Bad input exits with status 2 and one line naming the field or file, never a tra
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
-import importlib.util
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +30,8 @@ from rich.progress import (
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.evaluation.command import eval_command
+from redqueen.experiments.plugins import import_plugin, load_plugins
+from redqueen.experiments.plugins import one_line as _one_line
 from redqueen.experiments.study_commands import compare_command, sweep_command
 
 app = typer.Typer(
@@ -40,17 +39,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="LoRA adapters as genomes.",
-)
-
-#: Modules whose import fills the registries that ``redqueen list`` shows.
-PLUGIN_MODULES = (
-    "redqueen.evo.operators",
-    "redqueen.evo.selection",
-    "redqueen.environments.surrogate",
-    "redqueen.experiments.plots",
-    "redqueen.experiments.config",
-    "redqueen.environments",
-    "redqueen.experiments.evaluation",
 )
 
 #: Exit status for bad input (unknown key, wrong type, missing file, unknown member, ...).
@@ -105,81 +93,12 @@ def _root(
         configure_logging(log_level)
 
 
-#: Entry-point group through which an installed package registers plug-ins without flags.
-ENTRY_POINT_GROUP = "redqueen.plugins"
-
-
-def load_plugins() -> None:
-    """Import every module that registers plug-ins: the shipped ones, then every entry point of
-    the ``redqueen.plugins`` group of the installed packages.
-
-    Raises:
-        ValueError: Naming the entry point, if it fails to import.
-    """
-    for module in PLUGIN_MODULES:
-        importlib.import_module(module)
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            entry.load()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as error:  # an installed plug-in may raise anything, sys.exit too
-            raise ValueError(
-                f"plugin {entry.name} ({entry.value}, entry point {ENTRY_POINT_GROUP}): cannot import "
-                f"({type(error).__name__}: {_one_line(error)})"
-            ) from None
-
-
 def _plugin_option(action: str) -> typer.models.OptionInfo:
     return typer.Option(
         None,
         "--plugin",
         help=f"Module or .py file registering operators, plots, ... to {action} (repeatable).",
     )
-
-
-def import_plugin(spec: str) -> str:
-    """Import a plug-in given as a module name or a ``.py`` file, so its registrations apply.
-
-    Returns:
-        The spec as it should be recorded (a file becomes its absolute path).
-
-    Raises:
-        ValueError: Naming the plug-in, if it cannot be found or fails to import.
-    """
-    path = Path(spec)
-    try:
-        if path.suffix == ".py":
-            if not path.is_file():
-                raise ValueError(f"plugin {spec}: file not found")
-            path = path.resolve()
-            name = f"redqueen_plugin_{path.stem}"
-            if name not in sys.modules:
-                module_spec = importlib.util.spec_from_file_location(name, path)
-                module = importlib.util.module_from_spec(module_spec)
-                sys.modules[name] = module
-                try:
-                    module_spec.loader.exec_module(module)
-                except BaseException:
-                    del sys.modules[name]
-                    raise
-            return str(path)
-        importlib.import_module(spec)
-        return spec
-    except ValueError:
-        raise
-    except SystemExit as error:  # sys.exit() in a plug-in must not end redqueen as if it succeeded
-        raise ValueError(f"plugin {spec}: called sys.exit({error.code!r}) while being imported") from None
-    except KeyboardInterrupt:
-        raise
-    except BaseException as error:  # the plug-in's own code may raise anything while importing
-        raise ValueError(f"plugin {spec}: cannot import ({type(error).__name__}: {_one_line(error)})") from None
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
-    text = " ".join(text.split()) or type(error).__name__
-    return text
 
 
 def fail(message: str) -> typer.Exit:
@@ -363,7 +282,8 @@ def resume_command(
 def _import_confirmed_plugins(run_dir: Path, trust: bool, named: list[str]) -> None:
     """Import the run's recorded plug-ins, or refuse naming them if they were not confirmed.
 
-    Modules already imported (redqueen's own, listed by :data:`PLUGIN_MODULES`) run no new
+    Modules already imported (redqueen's own, listed by
+    :data:`redqueen.experiments.plugins.PLUGIN_MODULES`) run no new
     code and need no confirmation.
     """
     from redqueen.experiments.rundir import RunDirectory

@@ -75,3 +75,9 @@ def test_missing_baseline(tmp_path) -> None:
 def test_bad_limit_is_a_usage_error(tmp_path) -> None:
     result = _invoke(str(tmp_path), "--limit", "0")
     assert result.exit_code == 2
+
+
+def test_missing_plugin_file_is_named(tmp_path) -> None:
+    result = _invoke(str(tmp_path), "--plugin", str(tmp_path / "absent_suite.py"))
+    assert result.exit_code == 2
+    assert "absent_suite.py" in _one_error_line(result)

@@ -16,6 +16,7 @@ from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
 from redqueen.experiments.evaluation._report import across_runs
 from redqueen.experiments.evaluation._suite import SUITES
+from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.rundir import RunDirectoryError
 
 
@@ -54,12 +55,21 @@ def eval_command(
         min=1,
         help="Torch CPU threads (default: the run's model.cpu_threads).",
     ),
+    plugins: list[str] | None = typer.Option(
+        None, "--plugin", help="Module or .py file registering benchmark suites (repeatable)."
+    ),
 ) -> None:
     """Greedy pass@1 of every living member, the base model and baselines, with bootstrap CIs;
     writes eval_<benchmark>.json/.md into each run directory."""
     for run_dir in run_dirs:
         if not run_dir.is_dir():
             raise _fail(f"run directory {run_dir} does not exist")
+    try:
+        load_plugins()
+        for spec in plugins or ():
+            import_plugin(spec)
+    except ValueError as error:
+        raise _fail(str(error)) from None
     if problems is None and benchmark not in SUITES:
         raise _fail(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(SUITES))})")
     if problems is not None and not problems.is_file():
