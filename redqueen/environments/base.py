@@ -68,4 +68,4 @@ class Environment(ABC):
 
 
 #: Registered environment classes, by name.
-ENVIRONMENTS: Registry[type[Environment]] = Registry("environment")
+ENVIRONMENTS: Registry[type[Environment]] = Registry("environment", typed=False)
