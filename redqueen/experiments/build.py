@@ -84,6 +84,31 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
     }
 
 
+#: The configuration keys each standard keyword is computed from (see :func:`standard_kwargs`):
+#: what an environment built from its constructor's keywords reads.
+STANDARD_KEYS: dict[str, tuple[str, ...]] = {
+    "seed": ("seed",),
+    "teachers": ("population.teachers",),
+    "students": ("population.students",),
+    "n_teachers": ("population.teachers",),
+    "n_students": ("population.students",),
+    "solo": ("population.solo",),
+    "rank": ("population.rank",),
+    "alpha": ("population.alpha",),
+    "init": ("population.init",),
+    "init_std": ("population.init_std",),
+    "replacement": ("evolution",),
+    "matchmaker": ("matchmaking",),
+    "tasks_per_teacher": ("environment.tasks_per_teacher",),
+    "answers_per_task": ("environment.answers_per_task",),
+    "teacher_reward": ("environment.teacher_reward",),
+    "student_reward": ("environment.student_reward",),
+    "objectives": ("objectives",),
+    "workers": ("engine.workers",),
+    "ray_address": ("engine.ray_address",),
+}
+
+
 def _keyword_names(cls: type) -> tuple[set[str], bool]:
     params = inspect.signature(cls.__init__).parameters.values()
     names = {
@@ -259,26 +284,57 @@ BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
     "selfplay": _build_selfplay,
 }
 
+_CODE_ENV_KEYS = (
+    "seed", "model", "environment", "evolution", "learner", "sampling", "engine",
+    "population.rank", "population.alpha", "population.init", "population.init_std",
+)
+#: The configuration keys each of :data:`BUILDERS` reads.
+BUILDER_KEYS: dict[str, tuple[str, ...]] = {
+    "coevolution": (
+        *_CODE_ENV_KEYS, "population.teachers", "population.students", "matchmaking",
+        "objectives.teacher", "objectives.student",
+    ),
+    "selfplay": (*_CODE_ENV_KEYS, "population.solo", "objectives.solo"),
+}
 
-def check_evolution_names(cfg: ExperimentConfig) -> None:
-    """Check selection, ranking and operator names against their registries.
+
+def environment_class(cfg: ExperimentConfig) -> type:
+    """The registered class of ``environment.name``.
 
     Raises:
-        ConfigError: Naming the field whose name is not registered.
+        ConfigError: If no environment has that name.
     """
-    from redqueen.evo.operators import CROSSOVERS, MUTATIONS
-    from redqueen.evo.selection import SELECTIONS
+    registry = _import_environments()
+    try:
+        return registry[cfg.environment.name]
+    except UnknownNameError as error:
+        raise ConfigError(f"environment.name: {error}") from None
 
-    evo = cfg.evolution
-    for field in ("selection", "ranking"):
-        name = getattr(evo, field)
-        if name not in SELECTIONS:
-            known = ", ".join(sorted(SELECTIONS))
-            raise ConfigError(f"evolution.{field}: unknown selection scheme {name!r} (known: {known})")
-    for name in evo.operators:
-        if name not in MUTATIONS and name not in CROSSOVERS:
-            known = ", ".join(sorted([*MUTATIONS, *CROSSOVERS]))
-            raise ConfigError(f"evolution.operators.{name}: unknown operator (known: {known})")
+
+def keys_read(cls: type, cfg: ExperimentConfig) -> tuple[str, ...]:
+    """The configuration keys the environment ``cls`` reads, besides those every run reads:
+    its ``config_sections`` when it declares them, its builder's, else those its constructor's
+    keywords are computed from (:data:`STANDARD_KEYS`)."""
+    declared = getattr(cls, "config_sections", None)
+    if declared is not None:
+        return tuple(declared)
+    if cfg.environment.name in BUILDER_KEYS:
+        return BUILDER_KEYS[cfg.environment.name]
+    accepted, _ = _keyword_names(cls)
+    return tuple(key for name in sorted(accepted) for key in STANDARD_KEYS.get(name, ()))
+
+
+def check_evolution_names(cfg: ExperimentConfig) -> None:
+    """Check the whole configuration against the registries before anything runs: names,
+    parameters and needs of the selection, ranking and operators, objective names, and that
+    every key set is read (see :func:`redqueen.experiments.check_config`).
+
+    Raises:
+        ConfigError: One line naming the key.
+    """
+    from redqueen.experiments._config_checks import check_config
+
+    check_config(cfg)
 
 
 def build_environment(cfg: ExperimentConfig) -> Any:
@@ -300,14 +356,9 @@ def build_environment(cfg: ExperimentConfig) -> Any:
         import torch
 
         torch.set_num_threads(cfg.model.cpu_threads)
-    registry = _import_environments()
+    cls = environment_class(cfg)
     name = cfg.environment.name
-    try:
-        cls = registry[name]
-    except UnknownNameError as error:
-        raise ConfigError(f"environment.name: {error}") from None
-    if cfg.evolution.replace_every > 0:
-        check_evolution_names(cfg)
+    check_evolution_names(cfg)
     builder = BUILDERS.get(name)
     if builder is not None:
         return builder(cfg)
