@@ -171,10 +171,10 @@ def _type_text(annotation: Any) -> tuple[str, list[str]]:
     return getattr(annotation, "__name__", str(annotation)), []
 
 
-def describe_params(model: type[BaseModel] | None) -> str:
-    """Plain text of a parameter model: ``fraction: float = 0.25 (> 0, <= 1), sigma: float = 0.1 (>= 0)``."""
+def describe_params(model: type[BaseModel] | None) -> list[str]:
+    """Plain text of each parameter of a model: ``fraction: float = 0.25 (> 0, <= 1)``."""
     if model is None:
-        return ""
+        return []
     items = []
     for key, field in model.model_fields.items():
         text, bounds = _type_text(field.annotation)
@@ -183,4 +183,4 @@ def describe_params(model: type[BaseModel] | None) -> str:
             text += f" = {field.default!r}"
         bounds += _bounds(field.metadata)
         items.append(f"{text} ({', '.join(bounds)})" if bounds else text)
-    return ", ".join(items)
+    return items

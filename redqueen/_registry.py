@@ -24,6 +24,7 @@ plug-in shows up without touching core code.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -35,6 +36,8 @@ from redqueen._params import ParameterError, check_params, describe_params, sign
 __all__ = ["ALL_REGISTRIES", "Needs", "ParameterError", "Registry", "UnknownNameError"]
 
 T = TypeVar("T")
+
+_ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
 #: Every registry ever created, by kind, for ``redqueen list``.
 ALL_REGISTRIES: dict[str, Registry] = {}
@@ -180,11 +183,12 @@ class Registry(Mapping[str, T], Generic[T]):
         """
         return check_params(self.params(name), params)
 
-    def describe_params(self, name: str) -> str:
-        """An entry's parameters and needs as one line of plain text, for listings."""
-        params = describe_params(self.params(name)) if self.typed else ""
+    def describe_params(self, name: str) -> list[str]:
+        """An entry's parameters (``sigma: float = 0.1 (>= 0)``) and needs (``needs 2 parents``)
+        as plain-text pieces, for listings."""
+        params = describe_params(self.params(name)) if self.typed else []
         needs = self.needs(name).describe()
-        return "; ".join(part for part in (params, f"needs {needs}" if needs else "") if part)
+        return [*params, f"needs {needs}"] if needs else params
 
     def __getitem__(self, name: str) -> T:
         try:
@@ -206,9 +210,11 @@ class Registry(Mapping[str, T], Generic[T]):
         return len(self._items)
 
     def describe(self, name: str) -> str:
-        """First line of the registered object's docstring, for listings."""
+        """First line of the registered object's docstring as plain text, for listings
+        (reST markup such as double backquotes and ``:class:`` roles removed)."""
         doc = getattr(self._items[name], "__doc__", None) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
+        first = doc.strip().splitlines()[0] if doc.strip() else ""
+        return _ROLE.sub(r"\1", first).replace("``", "")
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {sorted(self._items)})"

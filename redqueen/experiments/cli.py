@@ -430,7 +430,8 @@ app.command("compare")(compare_command)
 @app.command("list")
 def list_registries(plugins: list[str] | None = _plugin_option("list")) -> None:
     """Show every registered operator, selection scheme, environment and preset (plain text),
-    with those of installed (entry point ``redqueen.plugins``) and given plug-ins."""
+    with those of installed (entry point ``redqueen.plugins``) and given plug-ins; under an entry,
+    indented, its parameters (name: type = default (range)) and what it needs."""
     with bad_input_exits():
         load_plugins()
         for spec in plugins or ():
@@ -441,6 +442,24 @@ def list_registries(plugins: list[str] | None = _plugin_option("list")) -> None:
         width = max((len(name) for name in names), default=0)
         for name in names:
             typer.echo(f"  {name:<{width}}  {' '.join(registry.describe(name).split())}".rstrip())
+            pieces = registry.describe_params(name)
+            if pieces:
+                typer.echo(_pack(pieces, indent=width + 4))
+
+
+def _pack(pieces: list[str], *, indent: int, width: int = 100) -> str:
+    """Pieces joined by commas (a semicolon before ``needs ...``), wrapped between pieces,
+    never inside one, and indented."""
+    lines: list[str] = []
+    for piece in pieces:
+        sep = ";" if piece.startswith("needs ") else ","
+        if lines and len(lines[-1]) + len(piece) + 2 <= width - indent:
+            lines[-1] += f"{sep} {piece}"
+        else:
+            if lines:
+                lines[-1] += sep
+            lines.append(piece)
+    return "\n".join(" " * indent + line for line in lines)
 
 
 def main(argv: list[str] | None = None) -> None:
