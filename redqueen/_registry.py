@@ -13,6 +13,8 @@ An entry declares its parameters by its typed keyword-only arguments (ranges as
 ``Annotated[float, Field(gt=0)]``), or by a pydantic model given to ``register(params=...)``,
 and what it needs from the run around it as :class:`Needs`::
 
+    from redqueen import Needs
+
     @SELECTIONS.register("pareto_tournament", needs=Needs(min_objectives=2))
     def pareto_tournament(individuals, k, *, rng, tournsize: Annotated[int, Field(ge=2)] = 2):
         ...
