@@ -99,3 +99,21 @@ def test_shipped_entries_declare_real_ranges_and_needs():
         for name in registry:
             defaults = {k: f.default for k, f in registry.params(name).model_fields.items()}
             registry.validate(name, defaults)
+
+
+def test_the_evolution_loop_checks_parameters_when_built():
+    from redqueen.evo import EvolutionLoop, Lineage, Population, ReplacementConfig
+
+    bad = {
+        "operator_params.gaussian.sigmaa: unknown parameter": ReplacementConfig(
+            operator_params={"gaussian": {"sigmaa": 0.1}}
+        ),
+        "selection_params.tournsize: input should be greater": ReplacementConfig(
+            selection_params={"tournsize": 0}
+        ),
+    }
+    for message, config in bad.items():
+        with pytest.raises(ValueError, match=f"^{message}"):
+            EvolutionLoop(Population(), Lineage(), config)
+    crossing = ReplacementConfig(operator_params={"svd_merge": {"n_parents": 3, "method": "qr"}})
+    assert EvolutionLoop(Population(), Lineage(), crossing).config is crossing
