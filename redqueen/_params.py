@@ -8,7 +8,8 @@ annotation with pydantic's ``Field``::
 
 :func:`signature_model` turns such a signature into a pydantic model, :func:`check_params`
 validates a parameter mapping against it with a one-line error naming the key, and
-:func:`describe_params` writes the schema as plain text for ``redqueen list``.
+:func:`describe_params` writes the schema as plain text for ``redqueen list`` (wrapped by
+:func:`pack_pieces`).
 """
 
 from __future__ import annotations
@@ -184,3 +185,18 @@ def describe_params(model: type[BaseModel] | None) -> list[str]:
         bounds += _bounds(field.metadata)
         items.append(f"{text} ({', '.join(bounds)})" if bounds else text)
     return items
+
+
+def pack_pieces(pieces: list[str], *, indent: int, width: int = 100) -> str:
+    """Pieces joined by commas (a semicolon before ``needs ...``), wrapped between pieces,
+    never inside one, and indented."""
+    lines: list[str] = []
+    for piece in pieces:
+        sep = ";" if piece.startswith("needs ") else ","
+        if lines and len(lines[-1]) + len(piece) + 2 <= width - indent:
+            lines[-1] += f"{sep} {piece}"
+        else:
+            if lines:
+                lines[-1] += sep
+            lines.append(piece)
+    return "\n".join(" " * indent + line for line in lines)

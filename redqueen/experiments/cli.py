@@ -30,6 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.evaluation.command import eval_command
@@ -444,22 +445,7 @@ def list_registries(plugins: list[str] | None = _plugin_option("list")) -> None:
             typer.echo(f"  {name:<{width}}  {' '.join(registry.describe(name).split())}".rstrip())
             pieces = registry.describe_params(name)
             if pieces:
-                typer.echo(_pack(pieces, indent=width + 4))
-
-
-def _pack(pieces: list[str], *, indent: int, width: int = 100) -> str:
-    """Pieces joined by commas (a semicolon before ``needs ...``), wrapped between pieces,
-    never inside one, and indented."""
-    lines: list[str] = []
-    for piece in pieces:
-        sep = ";" if piece.startswith("needs ") else ","
-        if lines and len(lines[-1]) + len(piece) + 2 <= width - indent:
-            lines[-1] += f"{sep} {piece}"
-        else:
-            if lines:
-                lines[-1] += sep
-            lines.append(piece)
-    return "\n".join(" " * indent + line for line in lines)
+                typer.echo(pack_pieces(pieces, indent=width + 4))
 
 
 def main(argv: list[str] | None = None) -> None:
