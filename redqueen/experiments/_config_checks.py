@@ -33,7 +33,11 @@ ALWAYS_READ = (
 )
 
 #: The population field that sizes each role.
-ROLE_SIZES = {"teacher": "population.teachers", "student": "population.students", "solo": "population.solo"}
+ROLE_SIZES = {
+    "teacher": "population.teachers",
+    "student": "population.students",
+    "solo": "population.solo",
+}
 
 
 def check_config(cfg: ExperimentConfig) -> None:
@@ -47,7 +51,11 @@ def check_config(cfg: ExperimentConfig) -> None:
     cls = environment_class(cfg)
     read = (*ALWAYS_READ, *keys_read(cls, cfg))
     check_keys_read(cfg, read, cfg.environment.name)
-    roles = [role for role, size in ROLE_SIZES.items() if _covered(size, read)]
+    roles = [
+        role
+        for role, size in ROLE_SIZES.items()
+        if _covered(size, read) and _covered(f"objectives.{role}", read)
+    ]
     check_evolution(cfg, roles)
     check_objective_names(cfg, roles, getattr(cls, "objective_names", None))
 
@@ -86,9 +94,8 @@ def check_keys_read(cfg: ExperimentConfig, read: Sequence[str], environment: str
     if not unread:
         return
     parts = unread[0].split(".")
-    where = next(
-        ".".join(parts[:i]) for i in range(1, len(parts) + 1) if not _touches(".".join(parts[:i]), read)
-    )
+    prefixes = (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    where = next((prefix for prefix in prefixes if not _touches(prefix, read)), unread[0])
     fields = [key.removeprefix(f"{where}.") for key in unread if _covered(key, (where,))]
     detail = f" (set: {', '.join(fields)})" if fields != [where] else ""
     raise ConfigError(f"{where}: not read by environment {environment!r}{detail}")
