@@ -11,24 +11,12 @@ a ``from_config(cfg)`` classmethod instead.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 from redqueen._registry import UnknownNameError
+from redqueen.experiments._config_checks import check_config, environment_class, keyword_names
 from redqueen.experiments.config import ConfigError, ExperimentConfig
-
-#: Modules whose import registers the built-in environments.
-ENVIRONMENT_MODULES = ("redqueen.environments",)
-
-
-def _import_environments() -> Any:
-    for module in ENVIRONMENT_MODULES:
-        importlib.import_module(module)
-    from redqueen.environments.base import ENVIRONMENTS
-
-    return ENVIRONMENTS
 
 
 def replacement_config(cfg: ExperimentConfig) -> Any:
@@ -84,48 +72,13 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
     }
 
 
-#: The configuration keys each standard keyword is computed from (see :func:`standard_kwargs`):
-#: what an environment built from its constructor's keywords reads.
-STANDARD_KEYS: dict[str, tuple[str, ...]] = {
-    "seed": ("seed",),
-    "teachers": ("population.teachers",),
-    "students": ("population.students",),
-    "n_teachers": ("population.teachers",),
-    "n_students": ("population.students",),
-    "solo": ("population.solo",),
-    "rank": ("population.rank",),
-    "alpha": ("population.alpha",),
-    "init": ("population.init",),
-    "init_std": ("population.init_std",),
-    "replacement": ("evolution",),
-    "matchmaker": ("matchmaking",),
-    "tasks_per_teacher": ("environment.tasks_per_teacher",),
-    "answers_per_task": ("environment.answers_per_task",),
-    "teacher_reward": ("environment.teacher_reward",),
-    "student_reward": ("environment.student_reward",),
-    "objectives": ("objectives",),
-    "workers": ("engine.workers",),
-    "ray_address": ("engine.ray_address",),
-}
-
-
-def _keyword_names(cls: type) -> tuple[set[str], bool]:
-    params = inspect.signature(cls.__init__).parameters.values()
-    names = {
-        p.name
-        for p in params
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-    }
-    return names, any(p.kind is p.VAR_KEYWORD for p in params)
-
-
 def kwargs_for(cls: type, cfg: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments for ``cls`` from the standard settings and ``environment.options``.
 
     Raises:
         ConfigError: If an option is not a parameter of the environment's constructor.
     """
-    accepted, var_kw = _keyword_names(cls)
+    accepted, var_kw = keyword_names(cls)
     options = dict(cfg.environment.options)
     for key in options:
         if key not in accepted and not var_kw:
@@ -284,46 +237,6 @@ BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
     "selfplay": _build_selfplay,
 }
 
-_CODE_ENV_KEYS = (
-    "seed", "model", "environment", "evolution", "learner", "sampling", "engine",
-    "population.rank", "population.alpha", "population.init", "population.init_std",
-)
-#: The configuration keys each of :data:`BUILDERS` reads.
-BUILDER_KEYS: dict[str, tuple[str, ...]] = {
-    "coevolution": (
-        *_CODE_ENV_KEYS, "population.teachers", "population.students", "matchmaking",
-        "objectives.teacher", "objectives.student",
-    ),
-    "selfplay": (*_CODE_ENV_KEYS, "population.solo", "objectives.solo"),
-}
-
-
-def environment_class(cfg: ExperimentConfig) -> type:
-    """The registered class of ``environment.name``.
-
-    Raises:
-        ConfigError: If no environment has that name.
-    """
-    registry = _import_environments()
-    try:
-        return registry[cfg.environment.name]
-    except UnknownNameError as error:
-        raise ConfigError(f"environment.name: {error}") from None
-
-
-def keys_read(cls: type, cfg: ExperimentConfig) -> tuple[str, ...]:
-    """The configuration keys the environment ``cls`` reads, besides those every run reads:
-    its ``config_sections`` when it declares them, its builder's, else those its constructor's
-    keywords are computed from (:data:`STANDARD_KEYS`)."""
-    declared = getattr(cls, "config_sections", None)
-    if declared is not None:
-        return tuple(declared)
-    if cfg.environment.name in BUILDER_KEYS:
-        return BUILDER_KEYS[cfg.environment.name]
-    accepted, _ = _keyword_names(cls)
-    return tuple(key for name in sorted(accepted) for key in STANDARD_KEYS.get(name, ()))
-
-
 def check_evolution_names(cfg: ExperimentConfig) -> None:
     """Check the whole configuration against the registries before anything runs: names,
     parameters and needs of the selection, ranking and operators, objective names, and that
@@ -332,8 +245,6 @@ def check_evolution_names(cfg: ExperimentConfig) -> None:
     Raises:
         ConfigError: One line naming the key.
     """
-    from redqueen.experiments._config_checks import check_config
-
     check_config(cfg)
 
 

@@ -133,7 +133,8 @@ def test_a_plugin_environment_reads_what_its_constructor_takes_or_what_it_declar
 
 
 def test_standard_keys_cover_every_standard_keyword():
-    from redqueen.experiments.build import STANDARD_KEYS, standard_kwargs
+    from redqueen.experiments._config_checks import STANDARD_KEYS
+    from redqueen.experiments.build import standard_kwargs
 
     assert set(STANDARD_KEYS) == set(standard_kwargs(load_config("surrogate")))
 
