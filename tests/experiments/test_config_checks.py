@@ -154,3 +154,15 @@ def test_sweep_and_resume_check_too(tmp_path):
     result = runner.invoke(app, ["resume", str(out), "--no-plots"])
     assert result.exit_code == EXIT_BAD_INPUT
     assert result.stderr.strip() == "error: learner: not read by environment 'surrogate' (set: lr)"
+
+
+def test_list_shows_each_entry_parameters_as_plain_text():
+    listed = runner.invoke(app, ["list"])
+    assert listed.exit_code == 0
+    lines = listed.stdout.splitlines()
+    below = {line.split()[0]: lines[i + 1].strip() for i, line in enumerate(lines[:-1])
+             if line.startswith("  ") and not line.startswith("    ")}
+    assert below["gaussian"] == "fraction: float = 0.25 (> 0, <= 1), sigma: float = 0.1 (>= 0); needs 1 parent"
+    assert below["task_vector"].endswith("needs 2 parents")
+    assert below["nsga3"] == "n_partitions: int = 12 (>= 1); needs >= 2 objectives"
+    assert "``" not in listed.stdout and ":class:" not in listed.stdout
