@@ -9,16 +9,38 @@ one :class:`Registry`. A plug-in is one decorated function or class::
     def my_scheme(individuals, k, *, rng):
         ...
 
-``redqueen list`` prints every registry, so a plug-in shows up without touching core code.
+An entry declares its parameters by its typed keyword-only arguments (ranges as
+``Annotated[float, Field(gt=0)]``), or by a pydantic model given to ``register(params=...)``,
+and what it needs from the run around it as :class:`Needs`::
+
+    from redqueen import Needs
+
+    @SELECTIONS.register("pareto_tournament", needs=Needs(min_objectives=2))
+    def pareto_tournament(individuals, k, *, rng, tournsize: Annotated[int, Field(ge=2)] = 2):
+        ...
+
+:meth:`Registry.validate` checks a parameter mapping against an entry, so a configuration is
+checked at load; ``redqueen list`` prints every registry with each entry's parameters, so a
+plug-in shows up without touching core code.
 ``docs/writing-a-plugin.md`` has a complete example file for every kind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Generic, TypeVar
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from redqueen._params import ParameterError, check_params, describe_params, signature_model
+
+__all__ = ["ALL_REGISTRIES", "Needs", "ParameterError", "Registry", "UnknownNameError"]
 
 T = TypeVar("T")
+
+_ROLE = re.compile(r":\w+:`~?([^`]+)`")
 
 #: Every registry ever created, by kind, for ``redqueen list``.
 ALL_REGISTRIES: dict[str, Registry] = {}
@@ -31,20 +53,87 @@ class UnknownNameError(KeyError):
         return str(self.args[0])
 
 
+@dataclass(frozen=True)
+class Needs:
+    """What a registered entry needs from the run around it; the configuration is checked
+    against it at load.
+
+    Attributes:
+        arity: ``(fewest, most)`` parents a variation operator takes (``most`` ``None``: any
+            number); ``None`` for entries that are not operators.
+        min_objectives: Objectives a selection scheme needs per role (2 for Pareto schemes).
+        archive: The scheme keeps an archive across generations (the evolution loop keeps one
+            per role).
+        member_fields: Attributes every member must carry: ``rating``, ``cases`` (per-case
+            outcomes), ``descriptor`` (behaviour descriptor).
+    """
+
+    arity: tuple[int, int | None] | None = None
+    min_objectives: int = 1
+    archive: bool = False
+    member_fields: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """Plain text of the needs that differ from nothing-needed, e.g. ``2 parents``."""
+        parts = []
+        if self.arity is not None:
+            low, high = self.arity
+            count = f"{low}" if low == high else f"{low}+" if high is None else f"{low}-{high}"
+            parts.append(f"{count} parent{'' if count == '1' else 's'}")
+        if self.min_objectives > 1:
+            parts.append(f">= {self.min_objectives} objectives")
+        if self.archive:
+            parts.append("an archive")
+        parts += [f"member {name}" for name in self.member_fields]
+        return ", ".join(parts)
+
+
 class Registry(Mapping[str, T], Generic[T]):
     """A named collection of plug-ins of one kind.
 
     Args:
         kind: What the registry holds, e.g. ``"mutation"``; used in error messages and listings.
+        context: Keyword arguments the caller supplies to every entry (``rng``, ``weights``):
+            part of the call, not parameters a user sets.
+        needs: What an entry needs unless it declares otherwise (a mutation: one parent).
+        typed: Whether entries' signatures declare parameters (``False`` for registries of
+            data, e.g. presets).
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        context: Sequence[str] = (),
+        needs: Needs | None = None,
+        typed: bool = True,
+    ) -> None:
         self.kind = kind
+        self.context = tuple(context)
+        self.typed = typed
+        self._default_needs = needs or Needs()
         self._items: dict[str, T] = {}
+        self._declared: dict[str, type[BaseModel] | None] = {}
+        self._models: dict[str, type[BaseModel] | None] = {}
+        self._needs: dict[str, Needs] = {}
         ALL_REGISTRIES[kind] = self
 
-    def register(self, name: str | None = None, *, overwrite: bool = False) -> Callable[[T], T]:
+    def register(
+        self,
+        name: str | None = None,
+        *,
+        params: type[BaseModel] | None = None,
+        needs: Needs | None = None,
+        overwrite: bool = False,
+    ) -> Callable[[T], T]:
         """Decorator that registers an object under ``name`` (default: its ``__name__``).
+
+        Args:
+            name: Registry key.
+            params: A pydantic model of the entry's parameters; default: read from the typed
+                keyword-only arguments of the function (or the class's constructor).
+            needs: What the entry needs (default: the registry's).
+            overwrite: Replace an entry of the same name.
 
         Raises:
             ValueError: If the name is taken and ``overwrite`` is false.
@@ -57,9 +146,52 @@ class Registry(Mapping[str, T], Generic[T]):
             if key in self._items and not overwrite:
                 raise ValueError(f"{self.kind} {key!r} is already registered")
             self._items[key] = obj
+            self._models.pop(key, None)
+            self._declared[key] = params
+            self._needs[key] = needs or self._default_needs
             return obj
 
         return decorator
+
+    def params(self, name: str) -> type[BaseModel] | None:
+        """The pydantic model of an entry's parameters (``None``: it takes none we can read).
+
+        Raises:
+            UnknownNameError: If no entry has this name.
+        """
+        obj = self[name]
+        if name not in self._models:
+            declared = self._declared.get(name)
+            if declared is None and self.typed:
+                declared = signature_model(obj, f"{self.kind}_{name}", self.context)
+            self._models[name] = declared
+        return self._models[name]
+
+    def needs(self, name: str) -> Needs:
+        """What an entry needs from the run around it.
+
+        Raises:
+            UnknownNameError: If no entry has this name.
+        """
+        self[name]
+        return self._needs.get(name, self._default_needs)
+
+    def validate(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``params`` for the entry ``name``; returns them with normalised values.
+
+        Raises:
+            UnknownNameError: If no entry has this name.
+            ParameterError: A ``ValueError`` whose one-line message names the bad key and says
+                what is wrong (``sigmaa: unknown parameter (known: fraction, sigma)``).
+        """
+        return check_params(self.params(name), params)
+
+    def describe_params(self, name: str) -> list[str]:
+        """An entry's parameters (``sigma: float = 0.1 (>= 0)``) and needs (``needs 2 parents``)
+        as plain-text pieces, for listings."""
+        params = describe_params(self.params(name)) if self.typed else []
+        needs = self.needs(name).describe()
+        return [*params, f"needs {needs}"] if needs else params
 
     def __getitem__(self, name: str) -> T:
         try:
@@ -71,13 +203,21 @@ class Registry(Mapping[str, T], Generic[T]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._items)
 
+    def unregister(self, name: str) -> None:
+        """Remove an entry and what it declared (e.g. a plug-in a test registered)."""
+        self._items.pop(name, None)
+        for table in (self._declared, self._models, self._needs):
+            table.pop(name, None)
+
     def __len__(self) -> int:
         return len(self._items)
 
     def describe(self, name: str) -> str:
-        """First line of the registered object's docstring, for listings."""
+        """First line of the registered object's docstring as plain text, for listings
+        (reST markup such as double backquotes and ``:class:`` roles removed)."""
         doc = getattr(self._items[name], "__doc__", None) or ""
-        return doc.strip().splitlines()[0] if doc.strip() else ""
+        first = doc.strip().splitlines()[0] if doc.strip() else ""
+        return _ROLE.sub(r"\1", first).replace("``", "")
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {sorted(self._items)})"

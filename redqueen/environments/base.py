@@ -9,6 +9,7 @@ co-evolution environment, the self-play baseline and the surrogate environment a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -47,6 +48,16 @@ class Environment(ABC):
     #: Registry name; set by :data:`ENVIRONMENTS` registration.
     name: ClassVar[str] = ""
 
+    #: Configuration keys this environment reads: sections (``"learner"``) or fields
+    #: (``"population.solo"``), besides those every run reads. A key a configuration sets
+    #: (to other than its default) that nothing reads is an error at load, naming the key.
+    #: ``None``: the keys its constructor's keyword arguments are built from.
+    config_sections: ClassVar[tuple[str, ...] | None] = None
+
+    #: Objective names, per role, that members carry in ``objectives``; ``objectives.<role>``
+    #: is checked against them (and the registered objectives) at load. ``None``: not checked.
+    objective_names: ClassVar[Mapping[str, tuple[str, ...]] | None] = None
+
     step_count: int = 0
 
     @abstractmethod
@@ -68,4 +79,4 @@ class Environment(ABC):
 
 
 #: Registered environment classes, by name.
-ENVIRONMENTS: Registry[type[Environment]] = Registry("environment")
+ENVIRONMENTS: Registry[type[Environment]] = Registry("environment", typed=False)

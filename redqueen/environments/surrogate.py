@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -72,6 +72,11 @@ class SurrogateEnv(SurrogateMembers, Environment):
     Raises:
         ValueError: If a role is empty or a size is not positive.
     """
+
+    objective_names: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
+        "teacher": ("complexity", "novelty", "solve_rate", "teacher_reward", "valid_share"),
+        "student": ("error", "novelty", "solve_rate", "student_reward"),
+    }
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newborn_rating
-from redqueen.evo.selection import GridArchive, select
+from redqueen.evo.selection import SELECTIONS, GridArchive, select
 from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
 
 #: Selection schemes that measure novelty against an archive of past behaviours.
@@ -63,6 +63,8 @@ class EvolutionLoop:
 
     Raises:
         UnknownNameError: If an operator name is in neither operator registry.
+        ValueError: If an operator's or the selection scheme's parameters do not fit what the
+            entry declares (``operator_params.gaussian.sigmaa: unknown parameter ...``).
     """
 
     def __init__(
@@ -94,6 +96,17 @@ class EvolutionLoop:
                 self._kinds[name] = "crossover"
             else:
                 CROSSOVERS[name]  # raises UnknownNameError listing the crossovers
+        for name, params in self.config.operator_params.items():  # wrong parameters fail here,
+            registry = MUTATIONS if self._kinds[name] == "mutation" else CROSSOVERS  # not mid-run
+            try:
+                registry.validate(name, {k: v for k, v in params.items() if k != "n_parents"})
+            except ValueError as error:
+                raise ValueError(f"operator_params.{name}.{error}") from None
+        if self.config.selection in SELECTIONS:
+            try:
+                SELECTIONS.validate(self.config.selection, self.config.selection_params)
+            except ValueError as error:
+                raise ValueError(f"selection_params.{error}") from None
         self._pending: list[Individual] | None = None
         self._sizes: dict[str, int] = {}
         #: Per-role archives of past behaviours for novelty selection (when none is configured).

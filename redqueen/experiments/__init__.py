@@ -1,7 +1,8 @@
 """Experiments: configuration, the runner, run directories, checkpoints, plots and the CLI.
 
 - :mod:`.config`: :func:`~redqueen.experiments.config.load_config`, ``ExperimentConfig``, ``PRESETS``.
-- :mod:`.build`: ``build_environment(cfg)``.
+- :mod:`.build`: ``build_environment(cfg)``; :func:`check_config` checks a configuration against
+  the registries and its environment (parameters, needs, keys nobody reads) before anything runs.
 - :mod:`.runner`: :class:`Runner`, :func:`start_run`, :func:`resume_run` — step an environment,
   write its run directory, checkpoint atomically, stop cleanly on SIGINT.
 - :mod:`.rundir`: :class:`RunDirectory` (the files of a run) and :func:`export_adapter`.
@@ -26,6 +27,7 @@ _EXPORTS = {
     "RunDirectory": "rundir",
     "RunDirectoryError": "rundir",
     "export_adapter": "rundir",
+    "check_config": "_config_checks",
     "RunError": "runner",
     "Runner": "runner",
     "RunResult": "runner",

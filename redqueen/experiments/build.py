@@ -11,24 +11,12 @@ a ``from_config(cfg)`` classmethod instead.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 from redqueen._registry import UnknownNameError
+from redqueen.experiments._config_checks import check_config, environment_class, keyword_names
 from redqueen.experiments.config import ConfigError, ExperimentConfig
-
-#: Modules whose import registers the built-in environments.
-ENVIRONMENT_MODULES = ("redqueen.environments",)
-
-
-def _import_environments() -> Any:
-    for module in ENVIRONMENT_MODULES:
-        importlib.import_module(module)
-    from redqueen.environments.base import ENVIRONMENTS
-
-    return ENVIRONMENTS
 
 
 def replacement_config(cfg: ExperimentConfig) -> Any:
@@ -84,23 +72,13 @@ def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
     }
 
 
-def _keyword_names(cls: type) -> tuple[set[str], bool]:
-    params = inspect.signature(cls.__init__).parameters.values()
-    names = {
-        p.name
-        for p in params
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-    }
-    return names, any(p.kind is p.VAR_KEYWORD for p in params)
-
-
 def kwargs_for(cls: type, cfg: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments for ``cls`` from the standard settings and ``environment.options``.
 
     Raises:
         ConfigError: If an option is not a parameter of the environment's constructor.
     """
-    accepted, var_kw = _keyword_names(cls)
+    accepted, var_kw = keyword_names(cls)
     options = dict(cfg.environment.options)
     for key in options:
         if key not in accepted and not var_kw:
@@ -259,26 +237,15 @@ BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
     "selfplay": _build_selfplay,
 }
 
-
 def check_evolution_names(cfg: ExperimentConfig) -> None:
-    """Check selection, ranking and operator names against their registries.
+    """Check the whole configuration against the registries before anything runs: names,
+    parameters and needs of the selection, ranking and operators, objective names, and that
+    every key set is read (see :func:`redqueen.experiments.check_config`).
 
     Raises:
-        ConfigError: Naming the field whose name is not registered.
+        ConfigError: One line naming the key.
     """
-    from redqueen.evo.operators import CROSSOVERS, MUTATIONS
-    from redqueen.evo.selection import SELECTIONS
-
-    evo = cfg.evolution
-    for field in ("selection", "ranking"):
-        name = getattr(evo, field)
-        if name not in SELECTIONS:
-            known = ", ".join(sorted(SELECTIONS))
-            raise ConfigError(f"evolution.{field}: unknown selection scheme {name!r} (known: {known})")
-    for name in evo.operators:
-        if name not in MUTATIONS and name not in CROSSOVERS:
-            known = ", ".join(sorted([*MUTATIONS, *CROSSOVERS]))
-            raise ConfigError(f"evolution.operators.{name}: unknown operator (known: {known})")
+    check_config(cfg)
 
 
 def build_environment(cfg: ExperimentConfig) -> Any:
@@ -300,14 +267,9 @@ def build_environment(cfg: ExperimentConfig) -> Any:
         import torch
 
         torch.set_num_threads(cfg.model.cpu_threads)
-    registry = _import_environments()
+    cls = environment_class(cfg)
     name = cfg.environment.name
-    try:
-        cls = registry[name]
-    except UnknownNameError as error:
-        raise ConfigError(f"environment.name: {error}") from None
-    if cfg.evolution.replace_every > 0:
-        check_evolution_names(cfg)
+    check_evolution_names(cfg)
     builder = BUILDERS.get(name)
     if builder is not None:
         return builder(cfg)

@@ -27,6 +27,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.evaluation.command import eval_command
@@ -350,7 +351,8 @@ app.command("compare")(compare_command)
 @app.command("list")
 def list_registries(plugins: list[str] | None = _plugin_option("list")) -> None:
     """Show every registered operator, selection scheme, environment and preset (plain text),
-    with those of installed (entry point ``redqueen.plugins``) and given plug-ins."""
+    with those of installed (entry point ``redqueen.plugins``) and given plug-ins; under an entry,
+    indented, its parameters (name: type = default (range)) and what it needs."""
     with bad_input_exits():
         load_plugins()
         for spec in plugins or ():
@@ -361,6 +363,9 @@ def list_registries(plugins: list[str] | None = _plugin_option("list")) -> None:
         width = max((len(name) for name in names), default=0)
         for name in names:
             typer.echo(f"  {name:<{width}}  {' '.join(registry.describe(name).split())}".rstrip())
+            pieces = registry.describe_params(name)
+            if pieces:
+                typer.echo(pack_pieces(pieces, indent=width + 4))
 
 
 def main(argv: list[str] | None = None) -> None:

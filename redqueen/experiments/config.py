@@ -346,7 +346,7 @@ class Preset:
 
 
 #: Shipped presets by name (``tiny``, ``surrogate``, ...).
-PRESETS: Registry[Preset] = Registry("preset")
+PRESETS: Registry[Preset] = Registry("preset", typed=False)
 
 for _path in sorted(PRESET_DIR.glob("*.yaml")):
     PRESETS.register(_path.stem)(Preset.from_file(_path))

@@ -337,9 +337,13 @@ def start_run(
 
     Raises:
         RunError: If ``out`` exists and is not empty, or its parent is not a directory.
+        ConfigError: If the configuration does not fit the registries or its environment
+            (:func:`redqueen.experiments.check_config`).
     """
+    from redqueen.experiments._config_checks import check_config
     from redqueen.experiments.build import build_environment
 
+    check_config(config)  # bad parameters and unread keys fail before any folder is made
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise RunError(f"run directory {target} already exists and is not empty")

@@ -107,6 +107,7 @@ def plan_trials(
     Raises:
         ValueError: If ``seeds`` < 1. ConfigError: One line naming the field, for a bad override.
     """
+    from redqueen.experiments._config_checks import check_config
     from redqueen.experiments.config import load_config
 
     if seeds < 1:
@@ -118,7 +119,7 @@ def plan_trials(
         name = condition_name(assignment)
         for seed in range(seeds):
             applied = (*overrides, *(f"{k}={v}" for k, v in assignment.items()), f"seed={seed}")
-            load_config(source, list(applied))
+            check_config(load_config(source, list(applied)))
             trials.append(Trial(name, seed, applied, out / name / f"seed{seed}"))
     return trials
 

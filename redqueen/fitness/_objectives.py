@@ -6,23 +6,23 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from redqueen._registry import Registry
+from redqueen._registry import Needs, Registry
 from redqueen.fitness._ratings import conservative_rating
 
 #: Objective functions ``f(individual) -> float`` by name; any other name reads ``ind.objectives``.
 OBJECTIVES: Registry[Callable[[Any], float]] = Registry("objective")
 
 
-@OBJECTIVES.register("rating_lcb")
+@OBJECTIVES.register("rating_lcb", needs=Needs(member_fields=("rating",)))
 def rating_lcb(ind: Any) -> float:
     """Conservative skill mu - 3 sigma (PopuLoRA's ranking)."""
     return conservative_rating(*_rating(ind))
 
 
-OBJECTIVES.register("rating")(rating_lcb)
+OBJECTIVES.register("rating", needs=Needs(member_fields=("rating",)))(rating_lcb)
 
 
-@OBJECTIVES.register("rating_mu")
+@OBJECTIVES.register("rating_mu", needs=Needs(member_fields=("rating",)))
 def rating_mu(ind: Any) -> float:
     """Mean skill mu."""
     return _rating(ind)[0]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Annotated, Any
 
 import torch
+from pydantic import Field
 
 from redqueen._registry import Registry
 
@@ -30,7 +31,7 @@ class Game(ABC):
     #: Dimension of the points (tasks and answers).
     dim: int = 1
 
-    def __init__(self, *, coupling: float = 0.0) -> None:
+    def __init__(self, *, coupling: Annotated[float, Field(ge=0, le=1)] = 0.0) -> None:
         if not 0.0 <= float(coupling) <= 1.0:
             raise ValueError(f"coupling: must be in [0, 1], got {coupling}")
         self.coupling = float(coupling)

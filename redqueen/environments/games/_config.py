@@ -46,7 +46,7 @@ def games_from_config(cls: type, cfg: Any) -> Any:
                 f"environment.options.{key}: not a setting of game {name!r} (accepted: {known})"
             )
     try:
-        game = game_cls(**game_params)
+        game = game_cls(**GAMES.validate(name, game_params))  # the game's declared parameters
     except (TypeError, ValueError) as error:
         raise ConfigError(f"environment.options.{error}") from None
     kwargs = {k: make() for k, make in standard.items() if k in own_settings(cls)}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import Annotated
 
 import torch
+from pydantic import Field
 
 from redqueen.environments.games._base import Game
 
@@ -22,7 +24,12 @@ class NumbersGame(Game):
         ValueError: If ``dims`` < 2 or ``coupling`` is outside [0, 1].
     """
 
-    def __init__(self, *, dims: int = 2, coupling: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        dims: Annotated[int, Field(ge=2)] = 2,
+        coupling: Annotated[float, Field(ge=0, le=1)] = 0.0,
+    ) -> None:
         super().__init__(coupling=coupling)
         if int(dims) < 2:
             raise ValueError(f"dims: a numbers game needs at least 2 dimensions, got {dims}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -78,6 +78,11 @@ class GamesEnv(SurrogateMembers, Environment):
     Raises:
         ValueError: Naming the setting, when a size is not positive or a game setting is bad.
     """
+
+    objective_names: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
+        "teacher": ("novelty", "solve_rate", "teacher_reward"),
+        "student": ("novelty", "solve_rate", "student_reward"),
+    }
 
     def __init__(
         self,

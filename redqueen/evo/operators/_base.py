@@ -8,7 +8,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
-from redqueen._registry import Registry
+from redqueen._registry import Needs, Registry
 from redqueen.genomes import LoRAGenome, group_by_shape, lowrank_svd, split_factors
 
 
@@ -34,9 +34,11 @@ class Crossover(Protocol):
 
 
 #: Mutation operators by name; register a new one with ``@MUTATIONS.register("name")``.
-MUTATIONS: Registry[Mutation] = Registry("mutation")
+MUTATIONS: Registry[Mutation] = Registry("mutation", context=("rng",), needs=Needs(arity=(1, 1)))
 #: Crossover operators by name; register a new one with ``@CROSSOVERS.register("name")``.
-CROSSOVERS: Registry[Crossover] = Registry("crossover")
+CROSSOVERS: Registry[Crossover] = Registry(
+    "crossover", context=("rng", "weights"), needs=Needs(arity=(2, None))
+)
 
 
 def _check_rng(rng: object, where: str) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Annotated, Literal
 
 import torch
+from pydantic import Field
 from torch import Tensor
 
+from redqueen._registry import Needs
 from redqueen.evo.operators._base import CROSSOVERS, better_parent, check_range, rand, randn, refit
 from redqueen.genomes import (
     LoRAGenome,
@@ -30,7 +33,7 @@ def svd_merge(
     *,
     weights: Sequence[float] | None = None,
     rng: torch.Generator | None = None,
-    method: str = "auto",
+    method: Literal["auto", "qr", "gram"] = "auto",
     small_on_cpu: bool | None = None,
 ) -> LoRAGenome:
     """Weighted merge of k parents, truncated to rank r: ``svd_r(sum_i w_i dW_i)``.
@@ -49,7 +52,7 @@ def svd_merge(
     return weighted_svd(parents, weights, method=method, small_on_cpu=small_on_cpu)
 
 
-@CROSSOVERS.register("task_vector")
+@CROSSOVERS.register("task_vector", needs=Needs(arity=(2, 2)))
 def task_vector(
     parents: Sequence[LoRAGenome],
     *,
@@ -87,13 +90,13 @@ def task_vector(
     return weighted_svd(parents, step, rank=first.rank, alpha=first.alpha)
 
 
-@CROSSOVERS.register("svd_subspace")
+@CROSSOVERS.register("svd_subspace", needs=Needs(arity=(2, 2)))
 def svd_subspace(
     parents: Sequence[LoRAGenome],
     *,
     weights: Sequence[float] | None = None,
     rng: torch.Generator,
-    j: int | None = None,
+    j: Annotated[int, Field(ge=0)] | None = None,
 ) -> LoRAGenome:
     """Top ``j`` singular triplets of each module from the first parent, the top ``r - j`` from the second.
 
@@ -179,7 +182,7 @@ def dare(
     *,
     weights: Sequence[float] | None = None,
     rng: torch.Generator,
-    drop: float = 0.5,
+    drop: Annotated[float, Field(ge=0, lt=1)] = 0.5,
 ) -> LoRAGenome:
     """DARE (drop and rescale, Yu et al. 2024) on the factors, then a truncated merge.
 
@@ -235,7 +238,7 @@ def ties(
     *,
     weights: Sequence[float] | None = None,
     rng: torch.Generator,
-    density: float = 0.2,
+    density: Annotated[float, Field(gt=0, le=1)] = 0.2,
 ) -> LoRAGenome:
     """TIES merging (Yadav et al. 2023): trim, elect sign, disjoint mean; then truncate to rank r.
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
+from pydantic import Field
 from torch import Tensor
 
 from redqueen.evo.operators._base import (
@@ -26,7 +29,11 @@ def _rms(t: Tensor) -> float:
 
 @MUTATIONS.register("gaussian")
 def gaussian(
-    genome: LoRAGenome, *, rng: torch.Generator, fraction: float = 0.25, sigma: float = 0.1
+    genome: LoRAGenome,
+    *,
+    rng: torch.Generator,
+    fraction: Annotated[float, Field(gt=0, le=1)] = 0.25,
+    sigma: Annotated[float, Field(ge=0)] = 0.1,
 ) -> LoRAGenome:
     """Layer-selective Gaussian noise: perturb both factors of a random fraction of modules.
 
@@ -54,7 +61,11 @@ def gaussian(
 
 @MUTATIONS.register("full_gaussian")
 def full_gaussian(
-    genome: LoRAGenome, *, rng: torch.Generator, sigma: float = 0.01, relative: bool = True
+    genome: LoRAGenome,
+    *,
+    rng: torch.Generator,
+    sigma: Annotated[float, Field(ge=0)] = 0.01,
+    relative: bool = True,
 ) -> LoRAGenome:
     """Gaussian noise on every factor of every module (the classic ES step).
 
@@ -82,7 +93,11 @@ def _rotation(batch: int, size: int, angle: float, rng: torch.Generator, like: T
 
 @MUTATIONS.register("spectral")
 def spectral(
-    genome: LoRAGenome, *, rng: torch.Generator, sigma: float = 0.1, rotation: float = 0.05
+    genome: LoRAGenome,
+    *,
+    rng: torch.Generator,
+    sigma: Annotated[float, Field(ge=0)] = 0.1,
+    rotation: Annotated[float, Field(ge=0)] = 0.05,
 ) -> LoRAGenome:
     """Spectral mutation: log-normal noise on singular values and small rotations of singular vectors.
 
@@ -114,7 +129,11 @@ def spectral(
 
 @MUTATIONS.register("component_mask")
 def component_mask(
-    genome: LoRAGenome, *, rng: torch.Generator, k: int = 1, fraction: float = 1.0
+    genome: LoRAGenome,
+    *,
+    rng: torch.Generator,
+    k: Annotated[int, Field(ge=1)] = 1,
+    fraction: Annotated[float, Field(gt=0, le=1)] = 1.0,
 ) -> LoRAGenome:
     """Drop ``k`` random singular triplets from the update of a fraction of modules.
 
@@ -146,10 +165,10 @@ def lowrank_noise(
     genome: LoRAGenome,
     *,
     rng: torch.Generator,
-    q: int = 1,
-    sigma: float = 0.1,
-    floor: float = 1e-3,
-    fraction: float = 1.0,
+    q: Annotated[int, Field(ge=1)] = 1,
+    sigma: Annotated[float, Field(ge=0)] = 0.1,
+    floor: Annotated[float, Field(ge=0)] = 1e-3,
+    fraction: Annotated[float, Field(gt=0, le=1)] = 1.0,
 ) -> LoRAGenome:
     """Add a random rank-``q`` update to chosen modules and re-truncate to rank ``r`` (QR-core SVD).
 

@@ -10,7 +10,7 @@ import numpy as np
 from redqueen._registry import Registry
 
 #: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
-SELECTIONS: Registry[Callable[..., list[int]]] = Registry("selection")
+SELECTIONS: Registry[Callable[..., list[int]]] = Registry("selection", context=("rng",))
 
 
 def select(name: str, individuals: Sequence[Any], k: int, *, rng: np.random.Generator, **params: Any) -> list[int]:

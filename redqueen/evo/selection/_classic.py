@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 
+from redqueen._registry import Needs
 from redqueen.evo.selection._base import (
     SELECTIONS,
     attribute_matrix,
@@ -18,7 +20,13 @@ from redqueen.fitness import CONSERVATIVE_K, conservative_rating
 
 
 @SELECTIONS.register("tournament")
-def tournament(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, tournsize: int = 3) -> list[int]:
+def tournament(
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    tournsize: Annotated[int, Field(ge=1)] = 3,
+) -> list[int]:
     """Tournament selection: the best of ``tournsize`` random members, ``k`` times.
 
     Miller & Goldberg, "Genetic algorithms, tournament selection, and the effects of noise",
@@ -42,8 +50,14 @@ def truncation(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) 
     return cycle(best_first(weighted_values(individuals)), k)
 
 
-@SELECTIONS.register("rating_lcb")
-def rating_lcb(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, c: float = CONSERVATIVE_K) -> list[int]:
+@SELECTIONS.register("rating_lcb", needs=Needs(member_fields=("rating",)))
+def rating_lcb(
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    c: Annotated[float, Field(ge=0)] = CONSERVATIVE_K,
+) -> list[int]:
     """The ``k`` best by conservative skill mu - c sigma (PopuLoRA's default, c = 3).
 
     Herbrich, Minka & Graepel, "TrueSkill: A Bayesian skill rating system", NeurIPS 2006.
@@ -56,7 +70,7 @@ def rating_lcb(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, 
     return cycle(best_first(np.asarray(lcb)[:, None]), k)
 
 
-@SELECTIONS.register("lexicase")
+@SELECTIONS.register("lexicase", needs=Needs(member_fields=("cases",)))
 def lexicase(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) -> list[int]:
     """Lexicase selection over per-case outcomes (``ind.cases``, higher is better).
 
@@ -67,9 +81,13 @@ def lexicase(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) ->
     return _lexicase(attribute_matrix(individuals, "cases"), k, rng, np.zeros(0))
 
 
-@SELECTIONS.register("epsilon_lexicase")
+@SELECTIONS.register("epsilon_lexicase", needs=Needs(member_fields=("cases",)))
 def epsilon_lexicase(
-    individuals: Sequence[Any], k: int, *, rng: np.random.Generator, epsilon: float | None = None
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    epsilon: Annotated[float, Field(ge=0)] | None = None,
 ) -> list[int]:
     """Epsilon-lexicase: lexicase where members within epsilon of the case's best pass.
 

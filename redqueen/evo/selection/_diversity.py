@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field
 from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
 
+from redqueen._registry import Needs
 from redqueen.evo.selection._base import (
     SELECTIONS,
     attribute_matrix,
@@ -27,14 +29,14 @@ def _reference(archive: NoveltyArchive | np.ndarray | None) -> np.ndarray | None
     return np.atleast_2d(np.asarray(archive, dtype=float))
 
 
-@SELECTIONS.register("novelty")
+@SELECTIONS.register("novelty", needs=Needs(archive=True, member_fields=("descriptor",)))
 def novelty(
     individuals: Sequence[Any],
     k: int,
     *,
     rng: np.random.Generator,
     archive: NoveltyArchive | np.ndarray | None = None,
-    neighbours: int = 15,
+    neighbours: Annotated[int, Field(ge=1)] = 15,
 ) -> list[int]:
     """Novelty search: the ``k`` members whose descriptors are farthest from their k nearest neighbours.
 
@@ -45,14 +47,14 @@ def novelty(
     return cycle(best_first(scores), k)
 
 
-@SELECTIONS.register("novelty_lc")
+@SELECTIONS.register("novelty_lc", needs=Needs(archive=True, member_fields=("descriptor",)))
 def novelty_lc(
     individuals: Sequence[Any],
     k: int,
     *,
     rng: np.random.Generator,
     archive: NoveltyArchive | np.ndarray | None = None,
-    neighbours: int = 15,
+    neighbours: Annotated[int, Field(ge=1)] = 15,
 ) -> list[int]:
     """Novelty search with local competition: NSGA-II over (novelty, local competition score).
 
@@ -73,13 +75,13 @@ def novelty_lc(
     return cycle(survival_order(RankAndCrowding(), np.column_stack([nov, lc]), k, rng), k)
 
 
-@SELECTIONS.register("map_elites")
+@SELECTIONS.register("map_elites", needs=Needs(archive=True, member_fields=("descriptor",)))
 def map_elites(
     individuals: Sequence[Any],
     k: int,
     *,
     rng: np.random.Generator,
-    bins: int | Sequence[int] = 10,
+    bins: Annotated[int, Field(ge=1)] | Sequence[Annotated[int, Field(ge=1)]] = 10,
     low: float | Sequence[float] = 0.0,
     high: float | Sequence[float] = 1.0,
     qd_score_offset: float = 0.0,

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import deap.tools
 import numpy as np
+from pydantic import Field
 from pymoo.algorithms.moo.nsga3 import ReferenceDirectionSurvival
 from pymoo.core.population import Population as PymooPopulation
 from pymoo.core.problem import Problem
 from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
 from pymoo.util.ref_dirs import get_reference_directions
 
+from redqueen._registry import Needs
 from redqueen.evo.selection._base import SELECTIONS, cycle, weighted_values
 
 
@@ -24,8 +26,12 @@ def survival_order(survival: Any, wvalues: np.ndarray, k: int, rng: np.random.Ge
     return [int(i) for i in survivors.get("index")]
 
 
-@SELECTIONS.register("nsga2")
-def nsga2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, crowding: str = "cd") -> list[int]:
+#: Crowding measures of pymoo's RankAndCrowding.
+Crowding = Literal["cd", "pcd", "pruning-cd", "ce", "mnn", "2nn"]
+
+
+@SELECTIONS.register("nsga2", needs=Needs(min_objectives=2))
+def nsga2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, crowding: Crowding = "cd") -> list[int]:
     """NSGA-II survival: non-dominated rank, then crowding distance (pymoo's RankAndCrowding).
 
     Deb, Pratap, Agarwal & Meyarivan, "A fast and elitist multiobjective genetic algorithm:
@@ -35,8 +41,14 @@ def nsga2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, crowd
     return cycle(survival_order(RankAndCrowding(crowding_func=crowding), weighted_values(individuals), k, rng), k)
 
 
-@SELECTIONS.register("nsga3")
-def nsga3(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, n_partitions: int = 12) -> list[int]:
+@SELECTIONS.register("nsga3", needs=Needs(min_objectives=2))
+def nsga3(
+    individuals: Sequence[Any],
+    k: int,
+    *,
+    rng: np.random.Generator,
+    n_partitions: Annotated[int, Field(ge=1)] = 12,
+) -> list[int]:
     """NSGA-III survival: non-dominated rank, then niching around Das-Dennis reference directions.
 
     Deb & Jain, "An evolutionary many-objective optimization algorithm using reference-point-based
@@ -52,7 +64,7 @@ def nsga3(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, n_par
     return cycle(survival_order(ReferenceDirectionSurvival(ref_dirs), wvalues, k, rng), k)
 
 
-@SELECTIONS.register("spea2")
+@SELECTIONS.register("spea2", needs=Needs(min_objectives=2))
 def spea2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) -> list[int]:
     """SPEA2 environmental selection (DEAP's ``selSPEA2`` on our individuals).
 

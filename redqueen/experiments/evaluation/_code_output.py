@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from redqueen.experiments.evaluation._suite import SUITES, Problem
 
@@ -43,8 +45,8 @@ class CodeOutputSuite:
         self,
         *,
         levels: Sequence[int] | None = None,
-        max_new_tokens: int = 64,
-        timeout: float = 2.0,
+        max_new_tokens: Annotated[int, Field(ge=1)] = 64,
+        timeout: Annotated[float, Field(gt=0)] = 2.0,
     ) -> None:
         from redqueen.verifiers.formats import SOLVE_STOP
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from redqueen.experiments.evaluation._suite import SUITES, Problem, truncate_at_stops
 
@@ -40,7 +42,12 @@ class HumanEvalSuite:
     #: What HumanEval's tests import beyond the sandbox's default set.
     preload = ("random", "hashlib")
 
-    def __init__(self, *, max_new_tokens: int = 384, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        *,
+        max_new_tokens: Annotated[int, Field(ge=1)] = 384,
+        timeout: Annotated[float, Field(gt=0)] = 5.0,
+    ) -> None:
         self.max_new_tokens = max_new_tokens
         self.timeout = timeout
 

@@ -1,0 +1,202 @@
+"""Parameter schemas of registered entries: read from typed signatures, checked, described.
+
+A registered function or class declares its parameters by its keyword-only arguments, their
+annotations and defaults, as mergekit builds its schemas from type hints; a range goes into the
+annotation with pydantic's ``Field``::
+
+    def gaussian(genome, *, rng, sigma: Annotated[float, Field(ge=0)] = 0.1): ...
+
+:func:`signature_model` turns such a signature into a pydantic model, :func:`check_params`
+validates a parameter mapping against it with a one-line error naming the key, and
+:func:`describe_params` writes the schema as plain text for ``redqueen list`` (wrapped by
+:func:`pack_pieces`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+import warnings
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+
+class ParameterError(ValueError):
+    """A parameter mapping does not fit an entry's schema.
+
+    Attributes:
+        key: The offending parameter (empty when the mapping as a whole is wrong).
+        problem: What is wrong with it, in a few words.
+    """
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key, self.problem = key, " ".join(problem.split())
+        super().__init__(f"{key}: {self.problem}" if key else self.problem)
+
+
+def _signature_of(obj: Any) -> tuple[inspect.Signature, Callable[..., Any]] | None:
+    """The signature callers use, and the function whose annotations describe it."""
+    if isinstance(obj, type):
+        init = next((k.__dict__["__init__"] for k in obj.__mro__ if "__init__" in k.__dict__), None)
+        if init is None or init is object.__init__:
+            return inspect.Signature(), init
+        try:
+            return inspect.signature(obj), init
+        except (TypeError, ValueError):
+            return None
+    if not callable(obj):
+        return None
+    try:
+        return inspect.signature(obj), obj
+    except (TypeError, ValueError):
+        return None
+
+
+def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[BaseModel] | None:
+    """A pydantic model of ``obj``'s keyword-only parameters (a class: its constructor's).
+
+    Args:
+        obj: A registered function or class.
+        name: Used to name the model.
+        context: Keyword names the caller supplies (``rng``, ``weights``), not parameters.
+
+    Returns:
+        The model (unknown keys forbidden unless ``obj`` takes ``**kwargs``), or ``None`` for an
+        object that is not callable.
+    """
+    found = _signature_of(obj)
+    if found is None:
+        return None
+    signature, function = found
+    try:
+        hints = typing.get_type_hints(function, include_extras=True) if function else {}
+    except Exception:  # annotations naming what the module cannot resolve: read them as Any
+        hints = {}
+    fields: dict[str, Any] = {}
+    open_ended = False
+    for param in signature.parameters.values():
+        if param.kind is param.VAR_KEYWORD:
+            open_ended = True
+        if (
+            param.kind is not param.KEYWORD_ONLY
+            or param.name in context
+            or param.name.startswith("_")
+        ):
+            continue
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints.get(param.name, Any), default)
+    config = ConfigDict(
+        extra="allow" if open_ended else "forbid",
+        arbitrary_types_allowed=True,
+        protected_namespaces=(),
+    )
+    with warnings.catch_warnings():  # a parameter may shadow a BaseModel attribute (``copy``)
+        warnings.simplefilter("ignore")
+        return create_model(f"{name}_params", __config__=config, **fields)
+
+
+def check_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate ``params`` against ``model``; returns the given keys with normalised values.
+
+    Raises:
+        ParameterError: Naming the first bad key: unknown, missing, wrong type or out of range.
+    """
+    if not isinstance(params, Mapping):
+        raise ParameterError("", f"expected a mapping of parameters, got {params!r}")
+    if model is None:
+        if params:
+            raise ParameterError(str(next(iter(params))), "unknown parameter (takes none)")
+        return {}
+    try:
+        validated = model.model_validate(dict(params))
+    except ValidationError as error:
+        errors = error.errors()
+        # Of one key's errors (one per member of a union), the one that got deepest says most.
+        same = [e for e in errors if e["loc"][:1] == errors[0]["loc"][:1]]
+        first = max(same, key=lambda e: len(e["loc"]))
+        key = str(first["loc"][0]) if first["loc"] else ""  # not the union member's tag
+        if first["type"] == "extra_forbidden":
+            known = ", ".join(model.model_fields) or "none"
+            raise ParameterError(key, f"unknown parameter (known: {known})") from None
+        if first["type"] == "missing":
+            raise ParameterError(key, "required parameter is missing") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise ParameterError(
+            key, f"{message[:1].lower()}{message[1:]} (got {first.get('input')!r})"
+        ) from None
+    given = validated.model_dump(exclude_unset=True)
+    return {key: given.get(key, value) for key, value in params.items()}
+
+
+_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+
+
+def _bounds(metadata: Any) -> list[str]:
+    parts = []
+    for item in metadata:
+        nested = getattr(item, "metadata", None)  # a FieldInfo inside Annotated[...]
+        if isinstance(nested, list):
+            parts += _bounds(nested)
+            continue
+        for attr, symbol in _BOUNDS:
+            value = getattr(item, attr, None)
+            if value is not None:
+                parts.append(
+                    f"{symbol} {value:g}" if isinstance(value, float) else f"{symbol} {value}"
+                )
+    return parts
+
+
+def _type_text(annotation: Any) -> tuple[str, list[str]]:
+    """A plain name for an annotation (``float``, ``int | None``, ``tuple[float, float]``) and
+    the bounds found in it."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        text, bounds = _type_text(args[0])
+        return text, bounds + _bounds(args[1:])
+    if origin in (typing.Union, types.UnionType):
+        parts = [_type_text(arg) for arg in args]
+        return " | ".join(t for t, _ in parts), [b for _, bs in parts for b in bs]
+    if origin is typing.Literal:
+        return " | ".join(repr(arg) for arg in args), []
+    if annotation is Any:
+        return "any", []
+    if annotation is type(None):
+        return "None", []
+    if origin is not None:
+        inner = [_type_text(arg)[0] for arg in args]
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(inner)}]", []
+    return getattr(annotation, "__name__", str(annotation)), []
+
+
+def describe_params(model: type[BaseModel] | None) -> list[str]:
+    """Plain text of each parameter of a model: ``fraction: float = 0.25 (> 0, <= 1)``."""
+    if model is None:
+        return []
+    items = []
+    for key, field in model.model_fields.items():
+        text, bounds = _type_text(field.annotation)
+        text = f"{key}: {text}"
+        if not field.is_required():
+            text += f" = {field.default!r}"
+        bounds += _bounds(field.metadata)
+        items.append(f"{text} ({', '.join(bounds)})" if bounds else text)
+    return items
+
+
+def pack_pieces(pieces: list[str], *, indent: int, width: int = 100) -> str:
+    """Pieces joined by commas (a semicolon before ``needs ...``), wrapped between pieces,
+    never inside one, and indented."""
+    lines: list[str] = []
+    for piece in pieces:
+        sep = ";" if piece.startswith("needs ") else ","
+        if lines and len(lines[-1]) + len(piece) + 2 <= width - indent:
+            lines[-1] += f"{sep} {piece}"
+        else:
+            if lines:
+                lines[-1] += sep
+            lines.append(piece)
+    return "\n".join(" " * indent + line for line in lines)

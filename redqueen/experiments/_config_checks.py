@@ -1,0 +1,315 @@
+"""A validated configuration checked against the registries and the chosen environment.
+
+pydantic checks each value on its own; this module checks what needs the registries: the
+selection, ranking and operator names, their parameters against each entry's declared schema,
+their needs (a Pareto scheme needs several objectives, a fixed-arity crossover its number of
+parents), the objective names the environment's members carry, and that every key the
+configuration sets is read by what it configures (:func:`keys_read`: an environment's declared
+``config_sections``, its builder's :data:`BUILDER_KEYS`, or the :data:`STANDARD_KEYS` of its
+constructor's keywords). Each failure is one line naming the key::
+
+    evolution.operator_params.gaussian.sigmaa: unknown parameter (known: fraction, sigma)
+    learner: not read by environment 'surrogate' (set: lr)
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from redqueen._registry import ParameterError, UnknownNameError
+from redqueen.experiments.config import ConfigError, ExperimentConfig
+
+#: Keys every run reads, whatever the environment: the runner's, the monitor's, the thread count
+#: applied before building, the environment's name, and its options (checked by its builder).
+ALWAYS_READ = (
+    "steps",
+    "seed",
+    "checkpoint_every",
+    "logging",
+    "model.cpu_threads",
+    "environment.name",
+    "environment.options",
+)
+
+#: The population field that sizes each role.
+ROLE_SIZES = {
+    "teacher": "population.teachers",
+    "student": "population.students",
+    "solo": "population.solo",
+}
+
+
+#: Modules whose import registers the built-in environments.
+ENVIRONMENT_MODULES = ("redqueen.environments",)
+
+
+def _import_environments() -> Any:
+    for module in ENVIRONMENT_MODULES:
+        importlib.import_module(module)
+    from redqueen.environments.base import ENVIRONMENTS
+
+    return ENVIRONMENTS
+
+
+#: The configuration keys each standard constructor keyword is computed from (see
+#: ``redqueen.experiments.build.standard_kwargs``): what an environment built from its
+#: constructor's keywords reads.
+STANDARD_KEYS: dict[str, tuple[str, ...]] = {
+    "seed": ("seed",),
+    "teachers": ("population.teachers",),
+    "students": ("population.students",),
+    "n_teachers": ("population.teachers",),
+    "n_students": ("population.students",),
+    "solo": ("population.solo",),
+    "rank": ("population.rank",),
+    "alpha": ("population.alpha",),
+    "init": ("population.init",),
+    "init_std": ("population.init_std",),
+    "replacement": ("evolution",),
+    "matchmaker": ("matchmaking",),
+    "tasks_per_teacher": ("environment.tasks_per_teacher",),
+    "answers_per_task": ("environment.answers_per_task",),
+    "teacher_reward": ("environment.teacher_reward",),
+    "student_reward": ("environment.student_reward",),
+    "objectives": ("objectives",),
+    "workers": ("engine.workers",),
+    "ray_address": ("engine.ray_address",),
+}
+
+
+def keyword_names(cls: type) -> tuple[set[str], bool]:
+    """The keyword names ``cls``'s constructor accepts, and whether it takes ``**kwargs``."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    names = {
+        p.name
+        for p in params
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
+    }
+    return names, any(p.kind is p.VAR_KEYWORD for p in params)
+
+
+_CODE_ENV_KEYS = (
+    "seed", "model", "environment", "evolution", "learner", "sampling", "engine",
+    "population.rank", "population.alpha", "population.init", "population.init_std",
+)
+#: The configuration keys each builder of ``redqueen.experiments.build.BUILDERS`` reads.
+BUILDER_KEYS: dict[str, tuple[str, ...]] = {
+    "coevolution": (
+        *_CODE_ENV_KEYS, "population.teachers", "population.students", "matchmaking",
+        "objectives.teacher", "objectives.student",
+    ),
+    "selfplay": (*_CODE_ENV_KEYS, "population.solo", "objectives.solo"),
+}
+
+
+def environment_class(cfg: ExperimentConfig) -> type:
+    """The registered class of ``environment.name``.
+
+    Raises:
+        ConfigError: If no environment has that name.
+    """
+    registry = _import_environments()
+    try:
+        return registry[cfg.environment.name]
+    except UnknownNameError as error:
+        raise ConfigError(f"environment.name: {error}") from None
+
+
+def keys_read(cls: type, cfg: ExperimentConfig) -> tuple[str, ...]:
+    """The configuration keys the environment ``cls`` reads, besides those every run reads:
+    its ``config_sections`` when it declares them, its builder's, else those its constructor's
+    keywords are computed from (:data:`STANDARD_KEYS`)."""
+    declared = getattr(cls, "config_sections", None)
+    if declared is not None:
+        return tuple(declared)
+    if cfg.environment.name in BUILDER_KEYS:
+        return BUILDER_KEYS[cfg.environment.name]
+    accepted, _ = keyword_names(cls)
+    return tuple(key for name in sorted(accepted) for key in STANDARD_KEYS.get(name, ()))
+
+
+def check_config(cfg: ExperimentConfig) -> None:
+    """Check ``cfg`` against the registries and its environment; nothing is built.
+
+    Raises:
+        ConfigError: One line naming the first offending key.
+    """
+    cls = environment_class(cfg)
+    read = (*ALWAYS_READ, *keys_read(cls, cfg))
+    check_keys_read(cfg, read, cfg.environment.name)
+    roles = [
+        role
+        for role, size in ROLE_SIZES.items()
+        if _covered(size, read) and _covered(f"objectives.{role}", read)
+    ]
+    check_evolution(cfg, roles)
+    check_objective_names(cfg, roles, getattr(cls, "objective_names", None))
+
+
+def _leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            yield from _leaves(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", value
+
+
+def _covered(key: str, read: Sequence[str]) -> bool:
+    return any(key == r or key.startswith(f"{r}.") for r in read)
+
+
+def _touches(prefix: str, read: Sequence[str]) -> bool:
+    return any(_covered(prefix, read) or r.startswith(f"{prefix}.") for r in read)
+
+
+def set_keys(cfg: ExperimentConfig) -> list[str]:
+    """Dotted keys whose value differs from the default (what a configuration sets)."""
+    defaults = dict(_leaves(ExperimentConfig()))
+    return [key for key, value in _leaves(cfg) if defaults.get(key) != value]
+
+
+def check_keys_read(cfg: ExperimentConfig, read: Sequence[str], environment: str) -> None:
+    """Every key set must be read by what it configures.
+
+    Raises:
+        ConfigError: Naming the widest unread section or field: ``learner: not read by
+            environment 'surrogate' (set: lr)``.
+    """
+    unread = [key for key in set_keys(cfg) if not _covered(key, read)]
+    if not unread:
+        return
+    parts = unread[0].split(".")
+    prefixes = (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    where = next((prefix for prefix in prefixes if not _touches(prefix, read)), unread[0])
+    fields = [key.removeprefix(f"{where}.") for key in unread if _covered(key, (where,))]
+    detail = f" (set: {', '.join(fields)})" if fields != [where] else ""
+    raise ConfigError(f"{where}: not read by environment {environment!r}{detail}")
+
+
+def _param_error(where: str, error: ParameterError) -> ConfigError:
+    return ConfigError(f"{where}.{error}" if error.key else f"{where}: {error.problem}")
+
+
+def check_evolution(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
+    """Names, parameters and needs of the selection, ranking and operators.
+
+    Args:
+        cfg: The configuration.
+        roles: Roles the environment has (their objectives must satisfy the schemes' needs).
+
+    Raises:
+        ConfigError: Naming the key.
+    """
+    from redqueen.evo.operators import CROSSOVERS, MUTATIONS
+    from redqueen.evo.selection import SELECTIONS
+
+    evo = cfg.evolution
+    for field in ("selection", "ranking"):
+        name = getattr(evo, field)
+        if name not in SELECTIONS:
+            known = ", ".join(sorted(SELECTIONS))
+            raise ConfigError(f"evolution.{field}: unknown selection scheme {name!r} (known: {known})")
+    try:
+        SELECTIONS.validate(evo.selection, evo.selection_params)
+    except ParameterError as error:
+        raise _param_error("evolution.selection_params", error) from None
+    for name in evo.operators:
+        if name not in MUTATIONS and name not in CROSSOVERS:
+            known = ", ".join(sorted([*MUTATIONS, *CROSSOVERS]))
+            raise ConfigError(f"evolution.operators.{name}: unknown operator (known: {known})")
+    for name, params in evo.operator_params.items():
+        check_operator_params(name, params)
+    if evo.replace_every > 0:
+        check_objective_counts(cfg, roles)
+
+
+def check_operator_params(name: str, params: Mapping[str, Any]) -> None:
+    """An operator's parameters, and its ``n_parents`` against the arity it declares.
+
+    Raises:
+        ConfigError: ``evolution.operator_params.<name>.<key>: ...``.
+    """
+    from redqueen.evo.operators import CROSSOVERS, MUTATIONS
+
+    where = f"evolution.operator_params.{name}"
+    registry = MUTATIONS if name in MUTATIONS else CROSSOVERS
+    params = dict(params)
+    if "n_parents" in params:
+        low, high = registry.needs(name).arity or (1, None)
+        count = params.pop("n_parents")
+        if registry is MUTATIONS:
+            raise ConfigError(f"{where}.n_parents: a mutation takes one parent")
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise ConfigError(f"{where}.n_parents: expected a whole number, got {count!r}")
+        if count < low or (high is not None and count > high):
+            takes = f"exactly {low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
+            raise ConfigError(f"{where}.n_parents: crossover {name!r} takes {takes} parents, got {count}")
+    try:
+        registry.validate(name, params)
+    except ParameterError as error:
+        raise _param_error(where, error) from None
+
+
+def check_objective_counts(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
+    """A scheme that needs several objectives must get them in every role it ranks or selects.
+
+    Raises:
+        ConfigError: Naming ``evolution.selection`` or ``evolution.ranking``.
+    """
+    from redqueen.evo.selection import SELECTIONS
+
+    for field in ("selection", "ranking"):
+        name = getattr(cfg.evolution, field)
+        need = SELECTIONS.needs(name).min_objectives
+        for role in roles:
+            names = tuple(getattr(cfg.objectives, role, ()))
+            if len(names) < need:
+                raise ConfigError(
+                    f"evolution.{field}: {name!r} needs at least {need} objectives per role, "
+                    f"objectives.{role} has {len(names)} ({', '.join(names)})"
+                )
+
+
+def check_objective_names(
+    cfg: ExperimentConfig, roles: Sequence[str], provided: Mapping[str, Sequence[str]] | None
+) -> None:
+    """Objective names must be registered or carried by the environment's members.
+
+    Raises:
+        ConfigError: ``objectives.<role>: unknown objective ...``.
+    """
+    if provided is None:
+        return
+    from redqueen.fitness import OBJECTIVES
+
+    for role in roles:
+        known = {*OBJECTIVES, *provided.get(role, ())}
+        for name in getattr(cfg.objectives, role, ()):
+            if name not in known:
+                raise ConfigError(
+                    f"objectives.{role}: unknown objective {name!r} (known: {', '.join(sorted(known))})"
+                )
+
+
+__all__ = [
+    "ALWAYS_READ",
+    "BUILDER_KEYS",
+    "ENVIRONMENT_MODULES",
+    "STANDARD_KEYS",
+    "environment_class",
+    "keys_read",
+    "keyword_names",
+    "check_config",
+    "check_evolution",
+    "check_keys_read",
+    "check_objective_counts",
+    "check_objective_names",
+    "check_operator_params",
+    "set_keys",
+]
