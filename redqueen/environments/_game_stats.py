@@ -16,6 +16,7 @@ import numpy as np
 
 from redqueen.environments._codegame import PlayedTask
 
+
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else 0.0
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import hashlib
 import dataclasses
+import hashlib
 import math
 import random
 from collections import deque
