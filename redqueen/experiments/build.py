@@ -131,7 +131,7 @@ def _build_generic(cls: type, cfg: ExperimentConfig) -> Any:
 
 def game_settings(cfg: ExperimentConfig) -> Any:
     """The environment and sampling sections as the task-domain environments' ``GameSettings``."""
-    from redqueen.environments import GameSettings
+    from redqueen.environments._codegame import GameSettings
 
     env = cfg.environment
     return GameSettings(
@@ -154,7 +154,7 @@ def build_domain(cfg: ExperimentConfig) -> Any:
     Raises:
         ConfigError: If the domain is not registered or a parameter does not fit it.
     """
-    from redqueen.environments import make_domain
+    from redqueen.environments._domain import make_domain
 
     env = cfg.environment
     try:

@@ -178,7 +178,7 @@ def _domain_settings(name: str, params: Mapping[str, Any]) -> tuple[dict[str, An
             a parameter its settings model refuses.
     """
     from redqueen._registry import UnknownNameError
-    from redqueen.environments import DOMAINS
+    from redqueen.environments._domain import DOMAINS  # the package's import registers "code"
 
     try:
         domain = DOMAINS[name]
