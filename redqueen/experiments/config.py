@@ -346,7 +346,7 @@ class ExperimentConfig(_Section):
     checkpoint_every: int = Field(1, ge=0)
     model: ModelConfig = ModelConfig()
     population: PopulationConfig = PopulationConfig()
-    environment: EnvironmentConfig = EnvironmentConfig()
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
     matchmaking: MatchmakingConfig = MatchmakingConfig()
     objectives: ObjectivesConfig = ObjectivesConfig()
