@@ -1,11 +1,13 @@
-"""The propose -> verify -> solve -> reward -> learn pipeline shared by the code environments.
+"""The propose -> verify -> solve -> reward -> learn pipeline of the task-domain environments.
 
 Both :class:`~redqueen.environments.CoevolutionEnv` (teachers vs students) and
 :class:`~redqueen.environments.SelfPlayEnv` (one adapter in both roles) play the same game on
-the same verifier; they differ only in who is matched with whom and in what happens between
-steps. This module holds the game: one mixed-adapter ``generate`` call for every proposal of the
-population, sandboxed verification, one mixed-adapter call for every answer, grading, rewards,
-and one REINFORCE++ update per adapter on its own rollouts.
+a :class:`~redqueen.environments.TaskDomain` (the code domain by default); they differ only in
+who is matched with whom and in what happens between steps. This module holds the game: one
+mixed-adapter ``generate`` call for every proposal of the population, validation by the domain,
+one mixed-adapter call for every answer, grading by the domain, rewards, and one REINFORCE++
+update per adapter on its own rollouts. Nothing here looks inside a proposal, a task or an
+answer: each goes back to the domain that made it.
 """
 
 from __future__ import annotations
@@ -15,29 +17,12 @@ from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
 from redqueen.engine import Generation, Rollout, SamplingParams, whiten_pooled
-from redqueen.environments._instruments import MEASURE_KEYS, program_measures
-from redqueen.environments.task_buffer import (
-    TaskBuffer,
-    TaskBuffers,
-    buffer_for,
-    complexity_score,
-    task_signature,
-)
+from redqueen.environments._domain import ANSWER_STATUSES, Rejected, TaskDomain
+from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_for
 from redqueen.fitness import StudentReward, TeacherReward
-from redqueen.verifiers import Triplet, check_answers, complexity, make_task, validate_program
-from redqueen.verifiers.formats import (
-    PROPOSE_STOP,
-    SOLVE_STOP,
-    parse_proposal,
-    parse_solution,
-    propose_prompt,
-    solve_prompt,
-)
 
-#: Reason recorded for a proposal the formats module cannot parse.
+#: Reason recorded for a proposal the domain cannot parse.
 UNPARSEABLE = "unparseable"
 
 
@@ -47,10 +32,11 @@ class GameSettings:
 
     Attributes:
         task_types: Task types proposed, cycled over each proposer's batch (the offset moves
-            with the step so every type is proposed equally often over time).
+            with the step so every type is proposed equally often over time); empty means
+            every type of the domain (see :meth:`for_domain`).
         tasks_per_teacher: Proposals per proposing adapter per step.
         answers_per_task: Answers ``n`` sampled per valid task.
-        references: Reference triplets ``K`` per proposal prompt.
+        references: Reference examples ``K`` per proposal prompt.
         buffer_size: Task buffer capacity.
         propose_max_new_tokens: Token budget of a proposal.
         solve_max_new_tokens: Token budget of an answer.
@@ -61,10 +47,10 @@ class GameSettings:
             probe off.
 
     Raises:
-        ValueError: If a count is below its minimum or a task type is unknown.
+        ValueError: If a count is below its minimum.
     """
 
-    task_types: tuple[str, ...] = ("code_o", "code_i", "code_f")
+    task_types: tuple[str, ...] = ()
     tasks_per_teacher: int = 3
     answers_per_task: int = 4
     references: int = 3
@@ -77,9 +63,6 @@ class GameSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_types", tuple(self.task_types))
-        unknown = [t for t in self.task_types if t not in ("code_o", "code_i", "code_f")]
-        if not self.task_types or unknown:
-            raise ValueError(f"GameSettings.task_types: unknown or empty {list(self.task_types)!r}")
         for name in ("tasks_per_teacher", "answers_per_task", "buffer_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"GameSettings.{name} must be >= 1, got {getattr(self, name)}")
@@ -87,20 +70,40 @@ class GameSettings:
             if getattr(self, name) < 0:
                 raise ValueError(f"GameSettings.{name} must be >= 0, got {getattr(self, name)}")
 
+    def for_domain(self, domain: TaskDomain[Any, Any, Any]) -> GameSettings:
+        """These settings with ``task_types`` checked against ``domain`` (empty: all of its types).
+
+        Raises:
+            ValueError: If a task type is not one of the domain's.
+        """
+        if not self.task_types:
+            return replace(self, task_types=tuple(domain.task_types))
+        unknown = [t for t in self.task_types if t not in domain.task_types]
+        if unknown:
+            raise ValueError(
+                f"GameSettings.task_types: {unknown!r} not task types of the domain "
+                f"(known: {', '.join(domain.task_types)})"
+            )
+        return self
+
 
 @dataclass
 class PlayedTask:
-    """Everything that happened to one proposed task within a step."""
+    """Everything that happened to one proposed task within a step.
+
+    ``task`` is the domain's task when the proposal was valid; ``program`` and ``signature``
+    are the domain's text and signature of the parsed proposal (``None`` if it did not parse).
+    """
 
     teacher: str
     student: str
     task_type: str
     proposal_gen: Generation
-    task: Any = None  # CodeTask when valid
+    task: Any = None
     reason: str | None = None
     program: str | None = None
     complexity: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
+    signature: str | None = None
     answers: list[Generation] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
     solve_rate: float | None = None
@@ -116,13 +119,8 @@ class PlayedTask:
 
     @property
     def valid(self) -> bool:
-        """Whether the task passed verification."""
+        """Whether the task passed validation."""
         return self.task is not None
-
-    @property
-    def signature(self) -> str | None:
-        """Short hash of the normalised program (``None`` if nothing parsed)."""
-        return None if self.program is None else task_signature(self.program)
 
 
 def task_types_for(settings: GameSettings, step: int) -> list[str]:
@@ -137,6 +135,7 @@ def propose(
     buffer: TaskBuffer | TaskBuffers,
     settings: GameSettings,
     *,
+    domain: TaskDomain[Any, Any, Any],
     step: int,
     py_rng: Any,
     seed: int,
@@ -146,47 +145,69 @@ def propose(
     for teacher, student in pairs:
         for task_type in task_types_for(settings, step):
             refs = buffer_for(buffer, teacher).sample(settings.references, py_rng)
-            prompts.append(propose_prompt(task_type, refs))
+            prompts.append(domain.propose_prompt(task_type, refs))
             adapters.append(teacher)
             played.append((teacher, student, task_type))
     sampling = SamplingParams(
         max_new_tokens=settings.propose_max_new_tokens,
         temperature=settings.temperature,
         top_p=settings.top_p,
-        stop=(PROPOSE_STOP,),
+        stop=tuple(domain.propose_stop),
         seed=seed,
     )
     gens = host.generate(prompts, adapters, sampling) if prompts else []
     return [PlayedTask(t, s, tt, g) for (t, s, tt), g in zip(played, gens, strict=True)]
 
 
-def verify(played: Sequence[PlayedTask], executor: Any, buffer: TaskBuffer | TaskBuffers) -> None:
-    """Parse and validate each proposal in the sandbox; valid ones join the proposer's task
-    buffer (the shared one, or its own when ``buffer`` is per proposer).
+def verify(
+    played: Sequence[PlayedTask],
+    domain: TaskDomain[Any, Any, Any],
+    executor: Any,
+    buffer: TaskBuffer | TaskBuffers,
+) -> None:
+    """Parse each proposal and let the domain validate it (one batch per task type); valid
+    tasks are measured and join the proposer's task buffer (the shared one, or its own when
+    ``buffer`` is per proposer), in the order they were proposed.
 
-    Gold outputs come from execution, never from the model.
+    Gold answers come from the domain, never from the model.
     """
+    parsed: dict[str, list[tuple[PlayedTask, Any]]] = defaultdict(list)
     for item in played:
-        proposal = parse_proposal(item.task_type, item.proposal_gen.text)
+        proposal = domain.parse_proposal(item.task_type, item.proposal_gen.text or "")
         if proposal is None:
             item.reason = UNPARSEABLE
             continue
-        item.program = proposal.program
-        check = validate_program(proposal.program, proposal.inputs, executor)
-        if not check.ok:
-            reason = check.reason
-            item.reason = str(getattr(reason, "value", reason) or "invalid")
-            continue
-        item.task = make_task(item.task_type, proposal.program, proposal.inputs, check.outputs)
-        item.metrics = {k: float(v) for k, v in complexity(proposal.program).items()}
-        item.complexity = complexity_score(item.metrics)
-        item.measures = program_measures(proposal.program, item.metrics)
-        buffer_for(buffer, item.teacher).add(
-            Triplet(program=proposal.program, input=proposal.inputs[0], output=check.outputs[0])
-        )
+        item.program = domain.task_text(proposal)
+        item.signature = domain.signature(proposal)
+        parsed[item.task_type].append((item, proposal))
+    for task_type, batch in parsed.items():
+        verdicts = domain.validate(task_type, [proposal for _, proposal in batch], executor)
+        if len(verdicts) != len(batch):
+            raise ValueError(
+                f"domain {type(domain).__name__}: validate returned {len(verdicts)} verdicts "
+                f"for {len(batch)} proposals"
+            )
+        for (item, _), verdict in zip(batch, verdicts, strict=True):
+            if isinstance(verdict, Rejected):
+                item.reason = verdict.reason
+            else:
+                item.task = verdict
+    for item in played:
+        if item.valid:
+            measured = domain.measure(item.task)
+            item.complexity = float(measured.complexity)
+            item.measures = {k: float(v) for k, v in measured.measures.items()}
+            buffer_for(buffer, item.teacher).add(domain.reference(item.task))
 
 
-def solve(host: Any, played: Sequence[PlayedTask], settings: GameSettings, *, seed: int) -> None:
+def solve(
+    host: Any,
+    played: Sequence[PlayedTask],
+    settings: GameSettings,
+    *,
+    domain: TaskDomain[Any, Any, Any],
+    seed: int,
+) -> None:
     """Each matched solver samples ``n`` answers per valid task, and the frozen base model
     ``base_probe_answers`` (its difficulty probe), all in one mixed ``generate`` call."""
     valid = [item for item in played if item.valid]
@@ -197,11 +218,11 @@ def solve(host: Any, played: Sequence[PlayedTask], settings: GameSettings, *, se
         max_new_tokens=settings.solve_max_new_tokens,
         temperature=settings.temperature,
         top_p=settings.top_p,
-        stop=(SOLVE_STOP,),
+        stop=tuple(domain.solve_stop),
         seed=seed,
         n=n,
     )
-    prompts = [solve_prompt(i.task) for i in valid]
+    prompts = [domain.solve_prompt(i.task) for i in valid]
     adapters: list[str | None] = [i.student for i in valid]
     per_row = [sampling] * len(valid)
     if probe:
@@ -215,24 +236,40 @@ def solve(host: Any, played: Sequence[PlayedTask], settings: GameSettings, *, se
         item.base_answers = list(gens[base + index * probe : base + (index + 1) * probe])
 
 
+def judge(
+    domain: TaskDomain[Any, Any, Any],
+    executor: Any,
+    answered: Sequence[tuple[PlayedTask, Generation]],
+) -> list[str]:
+    """Statuses of answers to valid tasks: unparseable ones without asking, the rest checked by
+    the domain in one batch.
+
+    Raises:
+        ValueError: If the domain returns a wrong number of statuses or an unknown one.
+    """
+    parsed = [domain.parse_answer(item.task_type, gen.text or "") for item, gen in answered]
+    batch = [(item.task, a) for (item, _), a in zip(answered, parsed, strict=True) if a is not None]
+    checked = list(domain.check(batch, executor)) if batch else []
+    unknown = sorted(set(checked) - set(ANSWER_STATUSES))
+    if len(checked) != len(batch) or unknown:
+        raise ValueError(
+            f"domain {type(domain).__name__}: check returned {len(checked)} statuses for "
+            f"{len(batch)} answers{f', unknown {unknown}' if unknown else ''}"
+        )
+    statuses = iter(checked)
+    return [UNPARSEABLE if a is None else next(statuses) for a in parsed]
+
+
 def grade(
     played: Sequence[PlayedTask],
+    domain: TaskDomain[Any, Any, Any],
     executor: Any,
     teacher_reward: TeacherReward,
     student_reward: StudentReward,
 ) -> None:
-    """Check every answer in the sandbox (one parallel batch) and compute solve rates and both
-    roles' rewards."""
-    items = [
-        (item.task, parse_solution(item.task_type, gen.text))
-        for item in played
-        if item.valid
-        for gen in item.answers
-    ]
+    """Judge every answer (one batch) and compute solve rates and both roles' rewards."""
     statuses = iter(
-        [str(getattr(s, "value", s)).lower() for s in check_answers(items, executor)]
-        if items
-        else []
+        judge(domain, executor, [(item, gen) for item in played if item.valid for gen in item.answers])
     )
     for item in played:
         if not item.valid:
@@ -246,6 +283,23 @@ def grade(
             else 0.0
         )
         item.teacher_reward = teacher_reward(True, item.solve_rate)
+
+
+def grade_base(domain: TaskDomain[Any, Any, Any], executor: Any, played: Sequence[PlayedTask]) -> int:
+    """Judge the frozen base model's answers (sampled beside the students', see :func:`solve`)
+    in one batch; sets each valid task's ``base_solve_rate``.
+
+    Returns:
+        Tokens the probe generated (nothing learns from them).
+    """
+    probed = [item for item in played if item.valid and item.base_answers]
+    if not probed:
+        return 0
+    statuses = iter(judge(domain, executor, [(i, g) for i in probed for g in i.base_answers]))
+    for item in probed:
+        mine = [next(statuses) for _ in item.base_answers]
+        item.base_solve_rate = sum(s == "correct" for s in mine) / len(mine)
+    return sum(len(g.token_ids) for item in probed for g in item.base_answers)
 
 
 def learn(
@@ -315,119 +369,3 @@ def learn(
         for adapter, rollouts in per_adapter.items()
         if adapter not in frozen
     }
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if len(values) else 0.0
-
-
-def step_metrics(played: Sequence[PlayedTask], task_types: Sequence[str]) -> dict[str, float]:
-    """Population-level metrics of one step: solve rate (over answers to valid tasks), teacher
-    reward, valid share and complexity of valid tasks, overall and per task type, and the
-    number of proposals, answers and generated tokens."""
-    answers = [s == "correct" for i in played for s in i.statuses]
-    metrics = {
-        "solve_rate": _mean(answers),
-        "teacher_reward": _mean([i.teacher_reward for i in played]),
-        "valid_share": _mean([i.valid for i in played]),
-        # Compute actually spent, for budget-matched comparisons between environments.
-        "proposals": float(len(played)),
-        "answers": float(len(answers)),
-        "generated_tokens": float(
-            sum(
-                len(i.proposal_gen.token_ids) + sum(len(a.token_ids) for a in i.answers)
-                for i in played
-            )
-        ),
-    }
-    for task_type in task_types:
-        of_type = [i for i in played if i.task_type == task_type]
-        if not of_type:
-            continue
-        metrics[f"valid_share/{task_type}"] = _mean([i.valid for i in of_type])
-        solved = [s == "correct" for i in of_type for s in i.statuses]
-        if solved:
-            metrics[f"solve_rate/{task_type}"] = _mean(solved)
-        scores = [i.complexity for i in of_type if i.complexity is not None]
-        if scores:
-            metrics[f"complexity/{task_type}"] = _mean(scores)
-    return metrics
-
-
-def task_rows(played: Sequence[PlayedTask], step: int) -> list[dict[str, Any]]:
-    """Rows of ``tasks.jsonl`` (schema in the experiments interface)."""
-    return [
-        {
-            "step": step,
-            "teacher": item.teacher,
-            "student": item.student,
-            "task_type": item.task_type,
-            "valid": item.valid,
-            "reason": item.reason,
-            "complexity": item.complexity,
-            "solve_rate": item.solve_rate,
-            "signature": item.signature,
-            "program": item.program,
-            **{key: item.measures.get(key) for key in MEASURE_KEYS},
-            "base_solve_rate": item.base_solve_rate,
-        }
-        for item in played
-    ]
-
-
-def member_stats(
-    played: Sequence[PlayedTask], task_types: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """Per-adapter summaries of one step, keyed by adapter id then by role.
-
-    ``{"teacher": {...}}`` holds what the adapter did as a proposer (mean reward, valid share,
-    complexity, ``reward_per_type``), ``{"student": {...}}`` what it did as a solver (solve rate,
-    mean reward, ``solve_per_type``).
-    """
-    out: dict[str, dict[str, Any]] = defaultdict(dict)
-    by_teacher: dict[str, list[PlayedTask]] = defaultdict(list)
-    by_student: dict[str, list[PlayedTask]] = defaultdict(list)
-    for item in played:
-        by_teacher[item.teacher].append(item)
-        if item.valid:
-            by_student[item.student].append(item)
-    for teacher, items in by_teacher.items():
-        scores = [i.complexity for i in items if i.complexity is not None]
-        out[teacher]["teacher"] = {
-            "teacher_reward": _mean([i.teacher_reward for i in items]),
-            "valid_share": _mean([i.valid for i in items]),
-            "complexity": _mean(scores),
-            "reward_per_type": [
-                _mean([i.teacher_reward for i in items if i.task_type == t]) for t in task_types
-            ],
-        }
-    for student, items in by_student.items():
-        answers = [s == "correct" for i in items for s in i.statuses]
-        out[student]["student"] = {
-            "solve_rate": _mean(answers),
-            "student_reward": _mean([r for i in items for r in i.student_rewards]),
-            "solve_per_type": [
-                _mean([s == "correct" for i in items if i.task_type == t for s in i.statuses])
-                for t in task_types
-            ],
-        }
-    return dict(out)
-
-
-def match_scores(
-    played: Sequence[PlayedTask], pairs: Sequence[tuple[str, str]]
-) -> list[tuple[str, str, float]]:
-    """Outcome of each (teacher, student) match as the student's score in [0, 1].
-
-    The student earns each valid task's solve rate and every invalid task (the teacher
-    forfeits it); the teacher earns the rest. The match is zero-sum, which is what a rating
-    system models; the teacher's learning reward separately favours learnable tasks.
-    """
-    results = []
-    for teacher, student in pairs:
-        items = [i for i in played if i.teacher == teacher and i.student == student]
-        if not items:
-            continue
-        score = sum(i.solve_rate if i.valid else 1.0 for i in items) / len(items)
-        results.append((teacher, student, float(score)))
-    return results

@@ -1,12 +1,11 @@
-"""Instruments that can show an arms race (or a collapse) in the code game.
+"""Instruments that can show an arms race (or a collapse) in the code domain.
 
-Three measurements of what teachers propose, each independent of the population's own
-judgement:
+Two measurements of what teachers propose, each independent of the population's own
+judgement (a third, the frozen base model's solve rate, is taken by the game for every domain:
+:func:`~redqueen.environments._codegame.grade_base`):
 
 - :func:`program_measures`: size and complexity of a valid task's program (radon's cyclomatic
   complexity, Halstead volume and line count; AST depth and node count);
-- :func:`grade_base`: the frozen base model's solve rate on every valid task, a difficulty
-  probe that does not move when the students do;
 - :func:`behaviour_cell`: a discretisation of task space, so that coverage (how many distinct
   kinds of task the run has produced) can be counted over time.
 """
@@ -15,16 +14,15 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from redqueen.verifiers import check_answers
-from redqueen.verifiers.formats import parse_solution
+from redqueen.environments._domain import difficulty_bin
 
 if TYPE_CHECKING:
     from redqueen.environments._codegame import PlayedTask
 
-__all__ = ["MEASURE_KEYS", "behaviour_cell", "grade_base", "program_measures"]
+__all__ = ["MEASURE_KEYS", "behaviour_cell", "program_measures"]
 
 #: Program measures written to every valid task's row of ``tasks.jsonl``.
 MEASURE_KEYS: tuple[str, ...] = ("ast_depth", "ast_nodes", "cyclomatic", "halstead_volume", "loc")
@@ -85,35 +83,6 @@ def behaviour_cell(item: PlayedTask) -> str | None:
     if not item.valid or item.program is None or not item.measures:
         return None
     size = min(int(2 * math.log2(1.0 + item.measures["ast_nodes"])), 24)
-    rate = item.base_solve_rate
-    difficulty = "x" if rate is None else "0" if rate == 0 else "1" if rate == 1 else "m"
+    difficulty = difficulty_bin(item.base_solve_rate)
     features = "+".join(sorted(program_features(item.program))) or "-"
     return f"{item.task_type}/c{size}/d{difficulty}/{features}"
-
-
-def grade_base(executor: Any, played: Sequence[PlayedTask]) -> int:
-    """Check the frozen base model's answers (sampled beside the students', see
-    :func:`~redqueen.environments._codegame.solve`) in one sandbox batch; sets each valid
-    task's ``base_solve_rate``.
-
-    Returns:
-        Tokens the probe generated (nothing learns from them).
-    """
-    probed = [item for item in played if item.valid and item.base_answers]
-    if not probed:
-        return 0
-    statuses = iter(
-        str(getattr(s, "value", s)).lower()
-        for s in check_answers(
-            [
-                (item.task, parse_solution(item.task_type, gen.text))
-                for item in probed
-                for gen in item.base_answers
-            ],
-            executor,
-        )
-    )
-    for item in probed:
-        mine = [next(statuses) for _ in item.base_answers]
-        item.base_solve_rate = sum(s == "correct" for s in mine) / len(mine)
-    return sum(len(g.token_ids) for item in probed for g in item.base_answers)

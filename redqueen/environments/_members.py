@@ -1,4 +1,4 @@
-"""Bookkeeping of population members shared by the code environments.
+"""Bookkeeping of population members shared by the task-domain environments.
 
 :class:`MemberBook` keeps the population, its lineage, its ratings, the adapter host and the
 learner in step: founders get an adapter and a rating; each step's statistics are smoothed
@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from redqueen.environments._codegame import PlayedTask, member_stats
+from redqueen.environments._codegame import PlayedTask
+from redqueen.environments._game_stats import member_stats
 from redqueen.evo import EvolutionLoop, Individual, Lineage, Population
 from redqueen.fitness import (
     Objectives,

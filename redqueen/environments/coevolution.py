@@ -1,9 +1,10 @@
 """PopuLoRA's teacher-vs-student co-evolution environment (the RLVR inner loop).
 
 One step, following the design's data flow: PFSP matchmaking pairs each teacher with a
-student; every teacher proposes ``code_o`` / ``code_i`` / ``code_f`` tasks conditioned on
-reference triplets from the task buffer (one mixed-adapter ``generate`` call for the whole
-population); the sandbox verifies them; matched students sample ``n`` answers per valid task
+student; every teacher proposes tasks of the environment's :class:`TaskDomain` (``code_o`` /
+``code_i`` / ``code_f`` in the default code domain) conditioned on reference examples from the
+task buffer (one mixed-adapter ``generate`` call for the whole population); the domain
+validates them; matched students sample ``n`` answers per valid task
 (one more mixed call); rewards, one REINFORCE++ update per adapter, rating updates from the
 match outcomes; and every ``replace_every`` steps the evolution loop replaces the weakest
 members through the operator library, the adapter host following births and deaths.
@@ -20,11 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from redqueen.environments._code_env import CodeGameEnv
-from redqueen.environments._codegame import (
-    GameSettings,
-    match_scores,
-)
+from redqueen.environments._codegame import GameSettings
+from redqueen.environments._domain import TaskDomain, make_domain
+from redqueen.environments._game_env import GameEnv
+from redqueen.environments._game_stats import match_scores
 from redqueen.environments._members import MemberBook, make_host, objectives_for
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer
@@ -35,8 +35,8 @@ ROLES = ("teacher", "student")
 
 
 @ENVIRONMENTS.register("coevolution")
-class CoevolutionEnv(CodeGameEnv):
-    """Teachers propose code tasks, students solve them; both populations evolve.
+class CoevolutionEnv(GameEnv):
+    """Teachers propose tasks of a domain (code by default), students solve them; both evolve.
 
     Args:
         model: Base model id or path; ``"tiny-coder"`` (or ``None``) is the shipped model.
@@ -52,7 +52,9 @@ class CoevolutionEnv(CodeGameEnv):
         alpha: LoRA alpha of every genome.
         init: Initialisation of founders (``"peft"``: B = 0, or ``"gaussian"``).
         init_std: Standard deviation of ``"gaussian"`` founders.
-        settings: Per-step budgets and sampling (:class:`GameSettings`).
+        domain: The task domain (default: the code domain with its default settings).
+        settings: Per-step budgets and sampling (:class:`GameSettings`); its task types must
+            be the domain's (empty: all of them).
         teacher_reward: Reward of a proposed task.
         student_reward: Reward of an answer.
         replacement: The replacement step's settings (default: the evolution core's defaults).
@@ -81,6 +83,7 @@ class CoevolutionEnv(CodeGameEnv):
         alpha: float = 16.0,
         init: str = "peft",
         init_std: float = 0.02,
+        domain: TaskDomain[Any, Any, Any] | None = None,
         settings: GameSettings | None = None,
         teacher_reward: TeacherReward | None = None,
         student_reward: StudentReward | None = None,
@@ -95,7 +98,8 @@ class CoevolutionEnv(CodeGameEnv):
             raise ValueError(
                 f"CoevolutionEnv needs teachers and students, got {teachers} and {students}"
             )
-        self.settings = settings or GameSettings()
+        self.domain = domain if domain is not None else make_domain("code")
+        self.settings = (settings or GameSettings()).for_domain(self.domain)
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
         self.seed = int(seed)
@@ -106,7 +110,9 @@ class CoevolutionEnv(CodeGameEnv):
         self.lineage = Lineage()
         self.ratings = RatingSystem()
         self.matchmaker = matchmaker or PFSPMatchmaker()
-        self.buffer = TaskBuffer(capacity=self.settings.buffer_size)
+        self.buffer = TaskBuffer(
+            capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
+        )
         roles_objectives = objectives_for(objectives, ROLES)
         self.replacement = replacement or ReplacementConfig()
         self.evolution = EvolutionLoop(  # checks operator names before any model loads
@@ -201,7 +207,7 @@ class CoevolutionEnv(CodeGameEnv):
     # -- checkpoints ------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything :class:`CodeGameEnv` keeps, plus the evolution loop's state (ratings
+        """Everything :class:`GameEnv` keeps, plus the evolution loop's state (ratings
         live in the member book)."""
         return {**super().state_dict(), "evolution": self.evolution.state_dict()}
 

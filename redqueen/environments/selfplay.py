@@ -1,7 +1,7 @@
 """The single-agent self-play baseline (Absolute Zero Reasoner style).
 
-Each adapter proposes tasks and then solves its own valid tasks, on the same verifier, prompts
-and rewards as :class:`~redqueen.environments.CoevolutionEnv`. The population is a set of
+Each adapter proposes tasks and then solves its own valid tasks, on the same task domain,
+prompts and rewards as :class:`~redqueen.environments.CoevolutionEnv`. The population is a set of
 ``solo`` members that are **independent solo agents**: they never meet, carry no ratings, are
 never replaced, and each proposes from and adds to its own task buffer, so ``solo=1`` is
 Absolute Zero itself and ``solo=4`` runs four independent replicas side by side in the same
@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from redqueen.environments._code_env import CodeGameEnv
-from redqueen.environments._codegame import (
-    GameSettings,
-)
+from redqueen.environments._codegame import GameSettings
+from redqueen.environments._domain import TaskDomain, make_domain
+from redqueen.environments._game_env import GameEnv
 from redqueen.environments._members import MemberBook, make_host, objectives_for
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.environments.task_buffer import TaskBuffers
@@ -39,7 +38,7 @@ ROLES = ("solo",)
 
 
 @ENVIRONMENTS.register("selfplay")
-class SelfPlayEnv(CodeGameEnv):
+class SelfPlayEnv(GameEnv):
     """Independent solo adapters, each proposing and solving its own tasks (AZR baseline).
 
     Args:
@@ -54,6 +53,7 @@ class SelfPlayEnv(CodeGameEnv):
         alpha: LoRA alpha.
         init: Initialisation of the genomes (``"peft"`` or ``"gaussian"``).
         init_std: Standard deviation of ``"gaussian"`` genomes.
+        domain: The task domain (default: the code domain with its default settings).
         settings: Per-step budgets and sampling, as in the co-evolution environment.
         teacher_reward: Reward of a proposed task.
         student_reward: Reward of an answer.
@@ -85,6 +85,7 @@ class SelfPlayEnv(CodeGameEnv):
         alpha: float = 16.0,
         init: str = "peft",
         init_std: float = 0.02,
+        domain: TaskDomain[Any, Any, Any] | None = None,
         settings: GameSettings | None = None,
         teacher_reward: TeacherReward | None = None,
         student_reward: StudentReward | None = None,
@@ -102,7 +103,8 @@ class SelfPlayEnv(CodeGameEnv):
                 "SelfPlayEnv: solo agents are never replaced; replacement.replace_every must be 0, "
                 f"got {self.replacement.replace_every}"
             )
-        self.settings = settings or GameSettings()
+        self.domain = domain if domain is not None else make_domain("code")
+        self.settings = (settings or GameSettings()).for_domain(self.domain)
         self.teacher_reward = teacher_reward or TeacherReward()
         self.student_reward = student_reward or StudentReward()
         self.seed = int(seed)
@@ -111,7 +113,9 @@ class SelfPlayEnv(CodeGameEnv):
         self.np_rng = np.random.default_rng(self.seed)
         self.population = Population(roles=ROLES)
         self.lineage = Lineage()
-        self.buffer = TaskBuffers(capacity=self.settings.buffer_size)
+        self.buffer = TaskBuffers(
+            capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
+        )
         self.host, self.learner, self.executor = make_host(
             model=model,
             host=host,
@@ -173,7 +177,7 @@ class SelfPlayEnv(CodeGameEnv):
     # -- checkpoints ------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything :class:`CodeGameEnv` keeps (each agent's own buffer included), plus the
+        """Everything :class:`GameEnv` keeps (each agent's own buffer included), plus the
         evolution loop's state (its hall of fame of snapshots)."""
         return {**super().state_dict(), "evolution": self.evolution.state_dict()}
 

@@ -1,10 +1,12 @@
 """The task buffer that conditions proposals, and task identity and complexity summaries.
 
-Teachers propose new tasks conditioned on K reference triplets drawn from a buffer of earlier
-valid tasks (Absolute Zero Reasoner's reference buffer). The buffer starts from the identity
-program, grows with every valid proposal and, when full, forgets its oldest entries first, so
-the newest task is always kept. :class:`TaskBuffers` keeps one buffer per proposer, for agents
-that must stay independent (the self-play baseline's solo agents).
+Teachers propose new tasks conditioned on K reference examples drawn from a buffer of earlier
+valid tasks (Absolute Zero Reasoner's reference buffer). The buffer starts from the domain's
+seed examples (the identity program for the code domain), grows with every valid proposal and,
+when full, forgets its oldest entries first, so the newest task is always kept.
+:class:`TaskBuffers` keeps one buffer per proposer, for agents that must stay independent (the
+self-play baseline's solo agents). Examples are frozen dataclasses of plain data (the code
+domain's :class:`~redqueen.verifiers.Triplet`); checkpoints hold their fields as tuples.
 
 :func:`task_signature` names a task by its program up to renaming of local identifiers, so
 ``coverage`` (distinct signatures seen) counts genuinely different programs;
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import hashlib
 import math
 import random
@@ -32,24 +35,40 @@ IDENTITY_TRIPLET = Triplet(program="def f(x):\n    return x", input="'hello'", o
 _BUILTIN_NAMES = frozenset(dir(builtins))
 
 
+def _example_type(seed: tuple[Any, ...], example_type: type | None) -> type:
+    if example_type is not None:
+        return example_type
+    return type(seed[0]) if seed else Triplet
+
+
 class TaskBuffer:
-    """A bounded first-in-first-out buffer of reference triplets.
+    """A bounded first-in-first-out buffer of reference examples.
 
     Args:
-        capacity: Maximum number of triplets; the oldest are dropped first.
-        seed: Initial triplets (default: the identity program).
+        capacity: Maximum number of examples; the oldest are dropped first.
+        seed: Initial examples (default: the code domain's identity program).
+        example_type: The dataclass of the examples, to restore them from a checkpoint
+            (default: the type of the first seed example, else :class:`Triplet`).
 
     Raises:
         ValueError: If ``capacity`` is below 1.
     """
 
-    def __init__(self, *, capacity: int, seed: Iterable[Triplet] = (IDENTITY_TRIPLET,)) -> None:
+    def __init__(
+        self,
+        *,
+        capacity: int,
+        seed: Iterable[Any] = (IDENTITY_TRIPLET,),
+        example_type: type | None = None,
+    ) -> None:
         if capacity < 1:
             raise ValueError(f"TaskBuffer.capacity must be >= 1, got {capacity}")
+        seed = tuple(seed)
         self.capacity = int(capacity)
-        self._items: deque[Triplet] = deque(maxlen=self.capacity)
-        for triplet in seed:
-            self.add(triplet)
+        self.example_type = _example_type(seed, example_type)
+        self._items: deque[Any] = deque(maxlen=self.capacity)
+        for example in seed:
+            self.add(example)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -58,20 +77,20 @@ class TaskBuffer:
         return iter(self._items)
 
     @property
-    def newest(self) -> Triplet | None:
-        """The most recently added triplet (``None`` when empty)."""
+    def newest(self) -> Any | None:
+        """The most recently added example (``None`` when empty)."""
         return self._items[-1] if self._items else None
 
-    def add(self, triplet: Triplet) -> None:
-        """Append a triplet, dropping the oldest one when the buffer is full."""
-        self._items.append(triplet)
+    def add(self, example: Any) -> None:
+        """Append an example, dropping the oldest one when the buffer is full."""
+        self._items.append(example)
 
-    def extend(self, triplets: Iterable[Triplet]) -> None:
-        """Append several triplets in order."""
-        for triplet in triplets:
-            self.add(triplet)
+    def extend(self, examples: Iterable[Any]) -> None:
+        """Append several examples in order."""
+        for example in examples:
+            self.add(example)
 
-    def sample(self, k: int, rng: random.Random) -> list[Triplet]:
+    def sample(self, k: int, rng: random.Random) -> list[Any]:
         """Draw ``k`` references: without replacement when the buffer holds enough, else with.
 
         Args:
@@ -86,18 +105,17 @@ class TaskBuffer:
         return [items[rng.randrange(len(items))] for _ in range(k)]
 
     def state_dict(self) -> dict[str, Any]:
-        """Capacity and triplets, oldest first; ``torch.save``-able."""
+        """Capacity and examples (as tuples of their fields), oldest first; plain data."""
         return {
             "capacity": self.capacity,
-            "items": [(t.program, t.input, t.output) for t in self._items],
+            "items": [dataclasses.astuple(example) for example in self._items],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.capacity = int(state["capacity"])
         self._items = deque(
-            (Triplet(program=p, input=i, output=o) for p, i, o in state["items"]),
-            maxlen=self.capacity,
+            (self.example_type(*fields) for fields in state["items"]), maxlen=self.capacity
         )
 
 
@@ -110,7 +128,8 @@ class TaskBuffers:
     Args:
         capacity: Capacity of each buffer.
         owners: Owners known from the start (a buffer is made on first use for any other).
-        seed: Initial triplets of every new buffer (default: the identity program).
+        seed: Initial examples of every new buffer (default: the code domain's identity program).
+        example_type: The dataclass of the examples (default: as for :class:`TaskBuffer`).
     """
 
     def __init__(
@@ -118,20 +137,24 @@ class TaskBuffers:
         *,
         capacity: int,
         owners: Iterable[str] = (),
-        seed: Iterable[Triplet] = (IDENTITY_TRIPLET,),
+        seed: Iterable[Any] = (IDENTITY_TRIPLET,),
+        example_type: type | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError(f"TaskBuffers.capacity must be >= 1, got {capacity}")
         self.capacity = int(capacity)
         self._seed = tuple(seed)
+        self.example_type = _example_type(self._seed, example_type)
         self._buffers: dict[str, TaskBuffer] = {}
         for owner in owners:
             self.of(owner)
 
     def of(self, owner: str) -> TaskBuffer:
-        """The buffer of ``owner`` (made, from the seed triplets, on first use)."""
+        """The buffer of ``owner`` (made, from the seed examples, on first use)."""
         if owner not in self._buffers:
-            self._buffers[owner] = TaskBuffer(capacity=self.capacity, seed=self._seed)
+            self._buffers[owner] = TaskBuffer(
+                capacity=self.capacity, seed=self._seed, example_type=self.example_type
+            )
         return self._buffers[owner]
 
     def drop(self, owner: str) -> None:
@@ -144,24 +167,26 @@ class TaskBuffers:
         return list(self._buffers)
 
     def __len__(self) -> int:
-        """Triplets held over every buffer."""
+        """Examples held over every buffer."""
         return sum(len(b) for b in self._buffers.values())
 
     def state_dict(self) -> dict[str, Any]:
-        """Capacity, seed triplets and each owner's buffer, as plain data."""
+        """Capacity, seed examples and each owner's buffer, as plain data."""
         return {
             "capacity": self.capacity,
-            "seed": [(t.program, t.input, t.output) for t in self._seed],
+            "seed": [dataclasses.astuple(example) for example in self._seed],
             "buffers": {owner: b.state_dict() for owner, b in self._buffers.items()},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.capacity = int(state["capacity"])
-        self._seed = tuple(Triplet(program=p, input=i, output=o) for p, i, o in state["seed"])
+        self._seed = tuple(self.example_type(*fields) for fields in state["seed"])
         self._buffers = {}
         for owner, buffer_state in state["buffers"].items():
-            self._buffers[owner] = TaskBuffer(capacity=self.capacity, seed=())
+            self._buffers[owner] = TaskBuffer(
+                capacity=self.capacity, seed=(), example_type=self.example_type
+            )
             self._buffers[owner].load_state_dict(buffer_state)
 
 
@@ -171,7 +196,7 @@ def buffer_for(buffer: TaskBuffer | TaskBuffers, owner: str) -> TaskBuffer:
 
 
 def buffer_size(buffer: TaskBuffer | TaskBuffers) -> float:
-    """Triplets in the buffer a proposer sees: the shared buffer's size, or the mean over the
+    """Examples in the buffer a proposer sees: the shared buffer's size, or the mean over the
     proposers' own buffers."""
     if isinstance(buffer, TaskBuffers):
         owners = buffer.owners

@@ -108,7 +108,7 @@ def _build_generic(cls: type, cfg: ExperimentConfig) -> Any:
 
 
 def game_settings(cfg: ExperimentConfig) -> Any:
-    """The environment and sampling sections as the code environments' ``GameSettings``."""
+    """The environment and sampling sections as the task-domain environments' ``GameSettings``."""
     from redqueen.environments._codegame import GameSettings
 
     env = cfg.environment
@@ -126,7 +126,24 @@ def game_settings(cfg: ExperimentConfig) -> Any:
     )
 
 
-def _code_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
+def build_domain(cfg: ExperimentConfig) -> Any:
+    """The task domain ``environment.domain`` names, with its ``environment.domain_params``.
+
+    Raises:
+        ConfigError: If the domain is not registered or a parameter does not fit it.
+    """
+    from redqueen.environments._domain import make_domain
+
+    env = cfg.environment
+    try:
+        return make_domain(env.domain, env.domain_params)
+    except UnknownNameError as error:
+        raise ConfigError(f"environment.domain: {error}") from None
+    except ValueError as error:
+        raise ConfigError(f"environment.domain_params: {' '.join(str(error).split())}") from None
+
+
+def _game_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments shared by the co-evolution and self-play environments."""
     from redqueen.engine import LearnerConfig
 
@@ -146,6 +163,7 @@ def _code_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
         "alpha": pop.alpha,
         "init": pop.init,
         "init_std": pop.init_std,
+        "domain": build_domain(cfg),
         "settings": game_settings(cfg),
         "teacher_reward": _teacher_reward(cfg),
         "student_reward": _student_reward(cfg),
@@ -205,7 +223,7 @@ def _build_coevolution(cfg: ExperimentConfig) -> Any:
         raise ConfigError(
             "population.teachers and population.students: co-evolution needs at least one of each"
         )
-    kwargs = _code_env_kwargs(cfg)
+    kwargs = _game_env_kwargs(cfg)
     kwargs.update(
         teachers=pop.teachers,
         students=pop.students,
@@ -225,7 +243,7 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
         )
     if cfg.population.solo < 1:
         raise ConfigError("population.solo: selfplay needs at least one solo agent")
-    kwargs = _code_env_kwargs(cfg)
+    kwargs = _game_env_kwargs(cfg)
     kwargs["solo"] = cfg.population.solo
     kwargs["replacement"] = replacement_config(cfg)
     return _construct(SelfPlayEnv, cfg, _with_cluster_host(cfg, kwargs))

@@ -243,9 +243,9 @@ def run_command(
     from redqueen.experiments.runner import start_run
 
     with bad_input_exits(starting=True):
-        config = load_config(preset_or_yaml, list(overrides or ()))
-        load_plugins()
+        load_plugins()  # before the config: it may name a plug-in's domain, operator, ...
         recorded = [import_plugin(spec) for spec in plugins or ()]
+        config = load_config(preset_or_yaml, list(overrides or ()))
         target = out if out is not None else _default_out(preset_or_yaml)
         runner = start_run(config, target, plots=plots, plugins=recorded)
     _drive(runner)

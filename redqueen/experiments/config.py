@@ -29,8 +29,6 @@ from redqueen._registry import Registry
 PRESET_DIR = Path(__file__).parent / "presets"
 _FIELD_MESSAGE = re.compile(r"^[A-Za-z_][\w.]*: ")
 
-TaskType = Literal["code_o", "code_i", "code_f"]
-
 
 class ConfigError(ValueError):
     """A configuration is invalid; the message is one line naming the field or file."""
@@ -119,7 +117,13 @@ class EnvironmentConfig(_Section):
 
     Attributes:
         name: A name registered in ``redqueen.environments.ENVIRONMENTS``.
-        task_types: Task types teachers propose, cycled over each teacher's batch.
+        domain: The task domain the co-evolution and self-play games are played on, a name
+            registered in ``redqueen.environments.DOMAINS`` (a plug-in's, given with
+            ``--plugin``, too).
+        domain_params: The domain's own settings, checked against its settings model when the
+            configuration is loaded (and written back with every default filled in).
+        task_types: Task types teachers propose, cycled over each teacher's batch; they must be
+            the domain's (default: all of them).
         tasks_per_teacher: Tasks each teacher (or solo member) proposes per step.
         answers_per_task: Answers ``n`` the student samples for each valid task.
         references: Reference triplets ``K`` shown in each proposal prompt.
@@ -136,7 +140,9 @@ class EnvironmentConfig(_Section):
     """
 
     name: str = "coevolution"
-    task_types: tuple[TaskType, ...] = Field(("code_o", "code_i", "code_f"), min_length=1)
+    domain: str = "code"
+    domain_params: dict[str, Any] = Field(default_factory=dict)
+    task_types: tuple[str, ...] | None = Field(None, min_length=1)
     tasks_per_teacher: int = Field(3, ge=1)
     answers_per_task: int = Field(4, ge=1)
     references: int = Field(3, ge=0)
@@ -148,6 +154,41 @@ class EnvironmentConfig(_Section):
     student_reward: StudentRewardConfig = StudentRewardConfig()
     executor: ExecutorConfig = ExecutorConfig()
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_domain(self) -> EnvironmentConfig:
+        params, types = _domain_settings(self.domain, self.domain_params)
+        object.__setattr__(self, "domain_params", params)
+        if self.task_types is None:
+            object.__setattr__(self, "task_types", types)
+        for index, task_type in enumerate(self.task_types):
+            if task_type not in types:
+                raise ValueError(
+                    f"task_types.{index}: {task_type!r} is not a task type of domain "
+                    f"{self.domain!r} (known: {', '.join(types)})"
+                )
+        return self
+
+
+def _domain_settings(name: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """A registered domain's settings filled from ``params`` (as plain data), and its task types.
+
+    Raises:
+        ValueError: ``"domain: ..."`` for an unknown domain, ``"domain_params.<key>: ..."`` for
+            a parameter its settings model refuses.
+    """
+    from redqueen._registry import UnknownNameError
+    from redqueen.environments._domain import DOMAINS  # the package's import registers "code"
+
+    try:
+        domain = DOMAINS[name]
+    except UnknownNameError as error:
+        raise ValueError(f"domain: {error}") from None
+    try:
+        settings = domain.settings_model.model_validate(dict(params))
+    except ValidationError as error:
+        raise ValueError(f"domain_params.{_describe(error)}") from None
+    return settings.model_dump(mode="json"), tuple(domain.task_types)
 
 
 def _replacement_default(name: str) -> Any:
@@ -305,7 +346,7 @@ class ExperimentConfig(_Section):
     checkpoint_every: int = Field(1, ge=0)
     model: ModelConfig = ModelConfig()
     population: PopulationConfig = PopulationConfig()
-    environment: EnvironmentConfig = EnvironmentConfig()
+    environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
     evolution: EvolutionConfig = Field(default_factory=EvolutionConfig)
     matchmaking: MatchmakingConfig = MatchmakingConfig()
     objectives: ObjectivesConfig = ObjectivesConfig()

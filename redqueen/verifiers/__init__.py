@@ -12,7 +12,9 @@ Tasks:
 Validity:
     :func:`validate_program` (and the batched :func:`validate_programs`) -> :class:`Validation`
     with a :class:`RejectReason`;
-    :func:`check_source` (static checks only); :data:`BANNED_MODULES`, :data:`BANNED_CALLS`.
+    :func:`check_source` (static checks only); :data:`BANNED_MODULES`, :data:`BANNED_CALLS`;
+    the default size limits :data:`MAX_SOURCE_CHARS`, :data:`MAX_INPUT_CHARS`,
+    :data:`MAX_OUTPUT_CHARS`.
 
 Literals and metrics:
     :func:`literal_equal`, :func:`values_equal`, :func:`parse_literal`, :func:`parse_args`,
@@ -33,7 +35,16 @@ from ._literals import (
     parse_literal,
     values_equal,
 )
-from ._static import BANNED_CALLS, BANNED_MODULES, RejectReason, Validation, check_source
+from ._static import (
+    BANNED_CALLS,
+    BANNED_MODULES,
+    MAX_INPUT_CHARS,
+    MAX_OUTPUT_CHARS,
+    MAX_SOURCE_CHARS,
+    RejectReason,
+    Validation,
+    check_source,
+)
 from ._tasks import (
     TASK_TYPES,
     AnswerStatus,
@@ -49,6 +60,9 @@ __all__ = [
     "BANNED_CALLS",
     "BANNED_MODULES",
     "COMPLEXITY_KEYS",
+    "MAX_INPUT_CHARS",
+    "MAX_OUTPUT_CHARS",
+    "MAX_SOURCE_CHARS",
     "TASK_TYPES",
     "AnswerStatus",
     "CodeTask",

@@ -1,9 +1,9 @@
-"""What the code-game environments share: one round of play, the step record, checkpoints.
+"""What the task-domain environments share: one round of play, the step record, checkpoints.
 
 :class:`~redqueen.environments.CoevolutionEnv` and :class:`~redqueen.environments.SelfPlayEnv`
 differ only in who proposes to whom and in what happens around the round (ratings and
-replacement for co-evolution); the round itself, the metrics, the checkpoint state and shutdown
-are the same code, kept here once.
+replacement for co-evolution); the round itself on their :class:`~redqueen.environments.TaskDomain`,
+the metrics, the checkpoint state and shutdown are the same code, kept here once.
 """
 
 from __future__ import annotations
@@ -20,31 +20,34 @@ from redqueen.environments._accounting import learning_metrics, member_accountin
 from redqueen.environments._codegame import (
     PlayedTask,
     grade,
+    grade_base,
     learn,
-    match_scores,
     propose,
     solve,
-    step_metrics,
-    task_rows,
     verify,
 )
-from redqueen.environments._instruments import behaviour_cell, grade_base
+from redqueen.environments._domain import TaskDomain
+from redqueen.environments._game_stats import match_scores, step_metrics, task_rows
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, buffer_size
 
 
-class CodeGameEnv(Environment):
+class GameEnv(Environment):
     """Base of the environments that play the propose / verify / solve / learn round.
 
-    Subclasses set ``host``, ``executor``, ``learner``, ``buffer``, ``settings``, ``book``,
-    ``signatures``, ``cells``, ``py_rng``, ``np_rng``, ``teacher_reward`` and ``student_reward`` in their
-    constructors and write :meth:`step` around :meth:`_play` and :meth:`_record`.
+    Subclasses set ``domain``, ``host``, ``executor``, ``learner``, ``buffer``, ``settings``,
+    ``book``, ``signatures``, ``cells``, ``py_rng``, ``np_rng``, ``teacher_reward`` and
+    ``student_reward`` in their constructors and write :meth:`step` around :meth:`_play` and
+    :meth:`_record`.
 
-    Coverage of task space is counted in behaviour cells
-    (:func:`~redqueen.environments._instruments.behaviour_cell`): ``coverage_cells`` is the
+    Coverage of task space is counted in the domain's behaviour cells
+    (:meth:`~redqueen.environments.TaskDomain.behaviour_cell`): ``coverage_cells`` is the
     number of distinct cells the valid tasks of the run have filled so far, ``new_cells`` the
     number first filled this step.
     """
+
+    #: The task domain the game is played on.
+    domain: TaskDomain[Any, Any, Any]
 
     #: Whether small whitening groups pool across adapters of a role (see ``learn``); a
     #: baseline of independent agents sets it to ``False``.
@@ -71,14 +74,15 @@ class CodeGameEnv(Environment):
             pairs,
             self.buffer,
             self.settings,
+            domain=self.domain,
             step=step,
             py_rng=self.py_rng,
             seed=propose_seed,
         )
-        verify(played, self.executor, self.buffer)
-        solve(self.host, played, self.settings, seed=solve_seed)
-        grade(played, self.executor, self.teacher_reward, self.student_reward)
-        self.probe_tokens = grade_base(self.executor, played)
+        verify(played, self.domain, self.executor, self.buffer)
+        solve(self.host, played, self.settings, domain=self.domain, seed=solve_seed)
+        grade(played, self.domain, self.executor, self.teacher_reward, self.student_reward)
+        self.probe_tokens = grade_base(self.domain, self.executor, played)
         stats = learn(
             self.learner,
             played,
@@ -119,7 +123,7 @@ class CodeGameEnv(Environment):
         return StepRecord(
             step=step,
             metrics=metrics,
-            tasks=task_rows(played, step),
+            tasks=task_rows(played, step, self.domain.measure_keys),
             ratings=ratings,
             births=list(births),
             deaths=list(deaths),
@@ -127,8 +131,10 @@ class CodeGameEnv(Environment):
 
     def _task_space_metrics(self, played: Sequence[PlayedTask]) -> dict[str, float]:
         """Coverage cells (cumulative and new), the base model's mean solve rate on this step's
-        valid tasks, the probe's tokens, and the mean program measures of valid tasks."""
-        fresh = {cell for cell in map(behaviour_cell, played) if cell is not None}
+        valid tasks, the probe's tokens, and the mean of the domain's summary measures over
+        valid tasks."""
+        cells = (self.domain.behaviour_cell(item) for item in played if item.valid)
+        fresh = {cell for cell in cells if cell is not None}
         new = fresh - self.cells
         self.cells |= fresh
         probed = [i.base_solve_rate for i in played if i.base_solve_rate is not None]
@@ -139,7 +145,7 @@ class CodeGameEnv(Environment):
         }
         if probed:
             metrics["base_solve_rate"] = float(np.mean(probed))
-        for key in ("ast_nodes", "halstead_volume"):
+        for key in self.domain.summary_keys:
             values = [i.measures[key] for i in played if i.measures]
             if values:
                 metrics[key] = float(np.mean(values))
@@ -182,19 +188,22 @@ class CodeGameEnv(Environment):
             self.host.add_adapter(proposer, genome_p)
             self.host.add_adapter(solver, genome_s)
         try:
-            buffer = TaskBuffer(capacity=self.settings.buffer_size)
+            buffer = TaskBuffer(
+                capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
+            )
             played = propose(
                 self.host,
                 keys,
                 buffer,
                 self.settings,
+                domain=self.domain,
                 step=0,
                 py_rng=random.Random(seed),
                 seed=seed,
             )
-            verify(played, self.executor, buffer)
-            solve(self.host, played, self.settings, seed=seed + 1)
-            grade(played, self.executor, self.teacher_reward, self.student_reward)
+            verify(played, self.domain, self.executor, buffer)
+            solve(self.host, played, self.settings, domain=self.domain, seed=seed + 1)
+            grade(played, self.domain, self.executor, self.teacher_reward, self.student_reward)
         finally:
             for proposer, solver in keys:
                 self.host.remove_adapter(proposer)
