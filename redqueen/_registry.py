@@ -98,6 +98,8 @@ class Registry(Mapping[str, T], Generic[T]):
         needs: What an entry needs unless it declares otherwise (a mutation: one parent).
         typed: Whether entries' signatures declare parameters (``False`` for registries of
             data, e.g. presets).
+        params_attr: Name of a class attribute holding each entry's pydantic parameter model
+            (task domains keep theirs in ``settings_model``); read before the signature.
     """
 
     def __init__(
@@ -107,10 +109,12 @@ class Registry(Mapping[str, T], Generic[T]):
         context: Sequence[str] = (),
         needs: Needs | None = None,
         typed: bool = True,
+        params_attr: str | None = None,
     ) -> None:
         self.kind = kind
         self.context = tuple(context)
         self.typed = typed
+        self.params_attr = params_attr
         self._default_needs = needs or Needs()
         self._items: dict[str, T] = {}
         self._declared: dict[str, type[BaseModel] | None] = {}
@@ -162,6 +166,8 @@ class Registry(Mapping[str, T], Generic[T]):
         obj = self[name]
         if name not in self._models:
             declared = self._declared.get(name)
+            if declared is None and self.params_attr:
+                declared = getattr(obj, self.params_attr, None)
             if declared is None and self.typed:
                 declared = signature_model(obj, f"{self.kind}_{name}", self.context)
             self._models[name] = declared

@@ -159,7 +159,9 @@ class TaskDomain(Protocol[ProposalT, TaskT, ExampleT]):
 
 
 #: Task domains by name (``"code"``, and those plug-ins register).
-DOMAINS: Registry[type[TaskDomain[Any, Any, Any]]] = Registry("domain")
+DOMAINS: Registry[type[TaskDomain[Any, Any, Any]]] = Registry(
+    "domain", params_attr="settings_model"
+)
 
 
 def difficulty_bin(base_solve_rate: float | None) -> str:
@@ -180,7 +182,9 @@ def domain_settings(name: str, params: Mapping[str, Any]) -> BaseModel:
     return DOMAINS[name].settings_model.model_validate(dict(params))
 
 
-def make_domain(name: str = "code", params: Mapping[str, Any] | None = None) -> TaskDomain[Any, Any, Any]:
+def make_domain(
+    name: str = "code", params: Mapping[str, Any] | None = None
+) -> TaskDomain[Any, Any, Any]:
     """Construct the registered domain ``name`` with its settings filled from ``params``.
 
     Raises:
