@@ -1,4 +1,5 @@
 """The plug-in guide, ``docs/writing-a-plugin.md``: it shows every file of ``examples/plugins/``
+(and the task-domain example ``examples/arithmetic_domain.py``)
 as it is on disk, and every example works through the command line: ``redqueen list`` shows
 it, and a short run (or an evaluation) uses it."""
 
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "writing-a-plugin.md"
 EXAMPLES = ROOT / "examples" / "plugins"
 BLOCK = re.compile(
-    r"^File: `(?P<path>examples/plugins/[^`]+)`\n\n```(?:python|yaml)\n(?P<body>.*?)^```$",
+    r"^File: `(?P<path>examples/[^`]+)`\n\n```(?:python|yaml)\n(?P<body>.*?)^```$",
     re.MULTILINE | re.DOTALL,
 )
 #: Runs several ``redqueen`` command lines in one interpreter, one after the other, as the
@@ -163,6 +164,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
 def test_page_shows_every_example_file_as_it_is_on_disk() -> None:
     blocks = {match["path"]: match["body"] for match in BLOCK.finditer(PAGE.read_text())}
     files = sorted(p.relative_to(ROOT).as_posix() for p in EXAMPLES.iterdir() if p.is_file())
+    files = sorted([*files, "examples/arithmetic_domain.py"])  # the task-domain example
     assert sorted(blocks) == files
     for path, body in blocks.items():
         assert body == (ROOT / path).read_text(), f"{PAGE.name} shows an outdated {path}"
