@@ -115,6 +115,9 @@ def train_step(
     result = learner.step("probe", rollouts)
     return {
         "solve_rate": float(np.mean([s == "correct" for s in statuses])),
+        "mean_reward": float(np.mean(rewards)),
+        "unparseable_share": float(np.mean([s == "unparseable" for s in statuses])),
+        "mean_answer_tokens": float(np.mean([len(g.token_ids) for g in gens])),
         "kl_from_base": float(result.kl_from_base),
         "weight_change": float(result.weight_change),
     }
