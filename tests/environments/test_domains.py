@@ -24,9 +24,6 @@ ARITH_TYPES = {"arith_value", "arith_missing"}
 SMALL = [
     "steps=2",
     "environment.domain=arithmetic",
-    "population.teachers=2",
-    "population.students=2",
-    "population.solo=2",
     "population.rank=4",
     "environment.tasks_per_teacher=2",
     "environment.propose_max_new_tokens=48",
@@ -34,6 +31,11 @@ SMALL = [
     "logging.tensorboard=false",
 ]
 ARGS = ["--plugin", str(EXAMPLE), *(a for s in SMALL for a in ("--set", s))]
+#: Population sizes per preset (each environment reads only its own roles' sizes).
+SIZES = {
+    "tiny": ["--set", "population.teachers=2", "--set", "population.students=2"],
+    "tiny-selfplay": ["--set", "population.solo=2"],
+}
 
 cli = CliRunner()
 
@@ -63,7 +65,11 @@ def test_both_domains_meet_the_protocol(arithmetic):
         assert isinstance(make_domain(name), TaskDomain)
     with pytest.raises(ValueError, match="not task types of the domain"):
         GameSettings(task_types=("code_o",)).for_domain(make_domain("arithmetic"))
-    assert GameSettings().for_domain(make_domain("code")).task_types == ("code_o", "code_i", "code_f")
+    assert GameSettings().for_domain(make_domain("code")).task_types == (
+        "code_o",
+        "code_i",
+        "code_f",
+    )
 
 
 def test_list_shows_the_plugin_domain():
@@ -79,12 +85,24 @@ def test_the_game_runs_on_the_arithmetic_domain(arithmetic):
     domain = make_domain("arithmetic", {"max_operand": 20})
     buffer = TaskBuffer(capacity=8, seed=domain.seed_examples())
     texts = {
-        "arith_value": ["<expr>3 * (4 - 1)</expr>\n</task>", "<expr>1 // 0</expr>", "no expression"],
+        "arith_value": [
+            "<expr>3 * (4 - 1)</expr>\n</task>",
+            "<expr>1 // 0</expr>",
+            "no expression",
+        ],
         "arith_missing": ["<expr>2 + 5</expr>", "<expr>30 + 1</expr>"],
     }
-    played = [PlayedTask("t", "s", kind, _gen(text)) for kind, batch in texts.items() for text in batch]
+    played = [
+        PlayedTask("t", "s", kind, _gen(text)) for kind, batch in texts.items() for text in batch
+    ]
     verify(played, domain, None, buffer)
-    assert [p.reason for p in played] == [None, "division_by_zero", "unparseable", None, "operand_too_large"]
+    assert [p.reason for p in played] == [
+        None,
+        "division_by_zero",
+        "unparseable",
+        None,
+        "operand_too_large",
+    ]
     assert played[0].task.value == 9 and played[0].measures == {"operators": 2.0, "depth": 3.0}
     assert played[3].task.shown == "2 + ?" and played[0].signature != played[3].signature
     assert [e.text for e in buffer] == ["1 + 2", "3 * (4 - 1)", "2 + 5"]
@@ -100,7 +118,9 @@ def test_the_game_runs_on_the_arithmetic_domain(arithmetic):
 
 def test_arithmetic_examples_survive_a_checkpoint(arithmetic):
     domain = make_domain("arithmetic")
-    buffer = TaskBuffer(capacity=4, seed=[*domain.seed_examples(), arithmetic.Expression("7 // 2", 3)])
+    buffer = TaskBuffer(
+        capacity=4, seed=[*domain.seed_examples(), arithmetic.Expression("7 // 2", 3)]
+    )
     restored = TaskBuffer(capacity=1, seed=domain.seed_examples())
     restored.load_state_dict(decode_state(*encode_state(buffer.state_dict())))
     assert list(restored) == list(buffer) and isinstance(restored.newest, arithmetic.Expression)
@@ -109,8 +129,14 @@ def test_arithmetic_examples_survive_a_checkpoint(arithmetic):
 @pytest.mark.parametrize(
     ("override", "named"),
     [
-        ("environment.domain_params={max_operandz: 3}", "environment.domain_params.max_operandz: unknown key"),
-        ("environment.domain_params={max_operators: 99}", "environment.domain_params.max_operators:"),
+        (
+            "environment.domain_params={max_operandz: 3}",
+            "environment.domain_params.max_operandz: unknown key",
+        ),
+        (
+            "environment.domain_params={max_operators: 99}",
+            "environment.domain_params.max_operators:",
+        ),
         ("environment.domain=algebra", "environment.domain: unknown domain 'algebra'"),
         ("environment.task_types=[arith_value, code_o]", "environment.task_types.1: 'code_o'"),
     ],
@@ -136,7 +162,9 @@ def test_code_domain_params_are_checked_and_written_back():
 @pytest.mark.parametrize("preset", ["tiny", "tiny-selfplay"])
 def test_two_steps_on_the_arithmetic_domain(tmp_path, arithmetic, preset):
     out = tmp_path / "run"
-    result = cli.invoke(app, ["run", preset, "--out", str(out), "--no-plots", *ARGS])
+    result = cli.invoke(
+        app, ["run", preset, "--out", str(out), "--no-plots", *ARGS, *SIZES[preset]]
+    )
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in (out / "tasks.jsonl").read_text().splitlines()]
     assert {row["step"] for row in rows} == {0, 1}
