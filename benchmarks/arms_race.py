@@ -70,8 +70,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def _run(condition: str, seed: int, steps: int, out: Path) -> float:
-    """One condition and seed as a normal run directory; returns its wall-clock seconds."""
+def _run(condition: str, seed: int, steps: int, out: Path, common: Sequence[str] = ()) -> float:
+    """One condition and seed as a normal run directory; returns its wall-clock seconds.
+    ``common`` overrides come first, so a condition's own (``learner.lr=0``) win."""
     preset, overrides = CONDITIONS[condition]
     argv = [
         sys.executable,
@@ -83,7 +84,13 @@ def _run(condition: str, seed: int, steps: int, out: Path) -> float:
         str(out),
         "--no-plots",
     ]
-    for item in (*overrides, f"seed={seed}", f"steps={steps}", "logging.tensorboard=false"):
+    for item in (
+        *common,
+        *overrides,
+        f"seed={seed}",
+        f"steps={steps}",
+        "logging.tensorboard=false",
+    ):
         argv += ["--set", item]
     if out.exists():
         shutil.rmtree(out)
@@ -304,15 +311,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--limit", type=int, default=96, help="held-out code_output problems")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="arms_race", help="stem of the result files")
+    parser.add_argument(
+        "--set", dest="common", action="append", default=[], help="override for every condition"
+    )
+    parser.add_argument(
+        "--reuse",
+        nargs="*",
+        default=[],
+        choices=list(CONDITIONS),
+        help="conditions whose run directories in --workdir are kept, not rerun",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     jobs = [(c, s, args.workdir / f"{c}-seed{s}") for c in args.conditions for s in args.seeds]
     seconds: dict[str, float] = {}
+    to_run = [job for job in jobs if job[0] not in args.reuse]
     if not args.analyse_only:
         with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
             for (cond, seed, out), took in zip(
-                jobs, pool.map(lambda j: _run(j[0], j[1], args.steps, j[2]), jobs), strict=True
+                to_run,
+                pool.map(lambda j: _run(j[0], j[1], args.steps, j[2], args.common), to_run),
+                strict=True,
             ):
                 seconds[out.name] = took
                 print(f"{cond} seed {seed}: {took:.0f} s", file=sys.stderr, flush=True)
@@ -337,6 +357,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "setup": {
             "steps": args.steps,
             "conditions": {c: CONDITIONS[c] for c in args.conditions},
+            "common_overrides": args.common,
+            "reused": args.reuse,
             "held_out_problems": args.limit,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         },
