@@ -11,8 +11,6 @@ import numpy as np
 
 from redqueen.fitness._deap_fitness import Fitness
 
-__all__ = ["Fitness", "Individual"]
-
 
 class Individual:
     """One member of a population: a genome plus what selection and lineage need to know.

@@ -39,7 +39,7 @@ class Fitness(deap.base.Fitness):
         clone.wvalues = self.wvalues
         return clone
 
-    __copy__ = __deepcopy__  # type: ignore[assignment]
+    __copy__ = __deepcopy__
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Fitness, (self.weights, self.values if self.valid else ()))

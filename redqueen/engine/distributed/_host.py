@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from redqueen.engine._learner import LearnerConfig
 from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
 from redqueen.engine.distributed._cluster import (
     ClusterError,
@@ -24,7 +25,6 @@ from redqueen.engine.distributed._cluster import (
     gather,
     place_workers,
 )
-from redqueen.engine._learner import LearnerConfig
 from redqueen.engine.distributed._executor import RayExecutorPool
 from redqueen.engine.distributed._learner import RayLearner
 from redqueen.engine.distributed._worker import HostWorker
