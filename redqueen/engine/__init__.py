@@ -5,6 +5,9 @@
   generation (per-row adapter, gathered factors, batched matmuls, KV cache).
 - :class:`SamplingParams`, :class:`Generation`: what generation takes and returns.
 - :data:`BACKENDS`, :class:`GenerationBackend`: decoders behind the host (``"hf"`` built in).
+- :class:`HostProtocol`, :class:`LearnerProtocol`, :class:`StepStats`: the seams an environment
+  uses; :class:`AdapterHost` and :class:`Learner` implement them on one process,
+  :mod:`redqueen.engine.distributed`'s ``RayAdapterHost`` and ``RayLearner`` on a cluster.
 - :class:`Learner`, :class:`LearnerConfig`, :class:`LearnerStats`: REINFORCE++ with a
   PPO-clipped ratio, one adapter at a time, per-adapter AdamW state.
 - :class:`Rollout`, :func:`whiten_advantages`, :func:`whiten_pooled`: the learner's input.
@@ -17,6 +20,7 @@ from redqueen.assets import tiny_coder_path
 from redqueen.engine._host import DEFAULT_TARGET_MODULES, AdapterHost
 from redqueen.engine._learner import Learner, LearnerConfig, LearnerStats
 from redqueen.engine._lora_layer import MultiLoRALinear
+from redqueen.engine._protocols import HostProtocol, LearnerProtocol, StepStats
 from redqueen.engine._rollout import MIN_WHITEN_GROUP, Rollout, whiten_advantages, whiten_pooled
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.backends import BACKENDS, GenerationBackend
@@ -28,12 +32,15 @@ __all__ = [
     "AdapterHost",
     "Generation",
     "GenerationBackend",
+    "HostProtocol",
     "Learner",
     "LearnerConfig",
+    "LearnerProtocol",
     "LearnerStats",
     "MultiLoRALinear",
     "Rollout",
     "SamplingParams",
+    "StepStats",
     "tiny_coder_path",
     "whiten_advantages",
     "whiten_pooled",

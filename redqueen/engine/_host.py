@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 import torch
 import transformers
 from torch import Tensor, nn
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
 
 from redqueen.engine._lora_layer import MultiLoRALinear, inject_multilora
 from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
@@ -86,7 +92,7 @@ class AdapterHost:
             self.model = _load_model(self.model_path, dtype).to(self.device)
         if tokenizer is None or isinstance(tokenizer, str | Path):
             tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or self.model_path))
-        self.tokenizer = tokenizer
+        self.tokenizer: PreTrainedTokenizerBase = cast(PreTrainedTokenizerBase, tokenizer)
         self.model.requires_grad_(False)
         self.model.eval()
         self.target_modules = tuple(target_modules or DEFAULT_TARGET_MODULES)
@@ -274,12 +280,14 @@ class AdapterHost:
         per_row = rows_sampling(prompts, adapter_ids, sampling)
         for adapter_id in {a for a in adapter_ids if a is not None}:
             self._check(adapter_id)
-        ids, rows, params = [], [], []
-        for prompt, adapter_id, p in zip(prompts, adapter_ids, per_row, strict=True):
+        ids: list[list[int]] = []
+        rows: list[str | None] = []
+        params: list[SamplingParams] = []
+        for prompt, row_adapter, p in zip(prompts, adapter_ids, per_row, strict=True):
             encoded = self.tokenizer(prompt)["input_ids"]
             for _ in range(p.n):
                 ids.append(encoded)
-                rows.append(adapter_id)
+                rows.append(row_adapter)
                 params.append(p)
         if not ids:
             return []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -28,6 +28,9 @@ from redqueen.fitness import (
     novelty_scores,
 )
 from redqueen.genomes import LoRAGenome
+
+if TYPE_CHECKING:  # annotations only: the engine loads transformers when imported
+    from redqueen.engine import HostProtocol, LearnerProtocol
 
 #: Weight of the newest step in a member's smoothed statistics (exponential moving average).
 SMOOTHING = 0.5
@@ -133,8 +136,8 @@ class MemberBook:
         population: Population,
         lineage: Lineage,
         ratings: RatingSystem,
-        host: Any,
-        learner: Any,
+        host: HostProtocol,
+        learner: LearnerProtocol,
         objectives: Mapping[str, Objectives],
         task_types: Sequence[str],
         evolution: EvolutionLoop,

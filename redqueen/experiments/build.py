@@ -250,8 +250,15 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
 
 
 #: Builders for environments whose constructors take more than the standard keywords.
+def _build_games(cfg: ExperimentConfig) -> Any:
+    from redqueen.experiments._games_build import build_games
+
+    return build_games(cfg, standard_kwargs(cfg))
+
+
 BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
     "coevolution": _build_coevolution,
+    "games": _build_games,
     "selfplay": _build_selfplay,
 }
 

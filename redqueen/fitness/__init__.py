@@ -5,6 +5,7 @@
   ``mu - 3 sigma``, the one formula every ranking and report uses.
 - :class:`PFSPMatchmaker`: prioritised fictitious self-play pairing, weight p(1-p).
 - :class:`Objectives`, :data:`OBJECTIVES`: named objectives per role -> DEAP fitness vectors.
+- :class:`Fitness`: a DEAP fitness whose weights belong to the instance (also :class:`redqueen.evo.Fitness`).
 - :func:`behaviour_descriptor`, :func:`novelty_scores`, :class:`NoveltyArchive`.
 - :func:`genotypic_diversity`, :func:`behavioural_diversity`.
 - :func:`hypervolumes`: per-role hypervolume against a reference fixed at first use.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+from redqueen.fitness._deap_fitness import Fitness
 from redqueen.fitness._hypervolume import hypervolumes
 from redqueen.fitness._matchmaking import PFSPMatchmaker
 from redqueen.fitness._novelty import (
@@ -27,6 +29,7 @@ from redqueen.fitness._rewards import StudentReward, TeacherReward
 
 __all__ = [
     "CONSERVATIVE_K",
+    "Fitness",
     "OBJECTIVES",
     "NoveltyArchive",
     "Objectives",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redqueen._registry import Needs, Registry
+from redqueen.fitness._deap_fitness import Fitness
 from redqueen.fitness._ratings import conservative_rating
 
 #: Objective functions ``f(individual) -> float`` by name; any other name reads ``ind.objectives``.
@@ -80,8 +81,6 @@ class Objectives:
 
     def assign(self, individuals: Iterable[Any]) -> None:
         """Set each member's ``fitness`` (weights and values) from this objective vector."""
-        from redqueen.evo._individual import Fitness
-
         for ind in individuals:
             ind.fitness = Fitness(self.weights, self.vector(ind))
 

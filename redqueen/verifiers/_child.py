@@ -27,7 +27,7 @@ else:  # imported by the fork-server script as a sibling module
     from _verdict import LENGTHS
 
 if TYPE_CHECKING:
-    from _zygote import Zygote
+    from redqueen.verifiers._zygote import Zygote
 
 _PR_SET_PDEATHSIG = 1
 _NOBODY = 65534

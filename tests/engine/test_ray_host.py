@@ -7,11 +7,20 @@ import torch
 
 pytest.importorskip("ray", reason="the distributed engine needs the ray extra")
 
-from redqueen.engine import AdapterHost, Learner, Rollout, SamplingParams  # noqa: E402
+from redqueen.engine import (  # noqa: E402
+    AdapterHost,
+    HostProtocol,
+    Learner,
+    LearnerProtocol,
+    Rollout,
+    SamplingParams,
+    StepStats,
+)
 from redqueen.engine.distributed import (  # noqa: E402
     ClusterError,
     RayAdapterHost,
     RayExecutorPool,
+    WorkerHost,
     WorkerLostError,
     connect,
 )
@@ -86,9 +95,13 @@ def test_learner_steps_run_on_the_owning_worker_and_match(hosts):
         for g, a in zip(gens, [1.0, -1.0, 0.5, -0.5], strict=True)
     ]
     learner, cluster = Learner(local), remote.make_learner()
+    assert isinstance(remote, HostProtocol) and isinstance(cluster, LearnerProtocol)
+    assert isinstance(remote, WorkerHost) and cluster.host is remote
     for adapter_id, batch in (("a0", rollouts[:2]), ("a1", rollouts[2:])):
         expected = learner.step(adapter_id, batch)
         pending = cluster.step(adapter_id, batch)
+        assert isinstance(pending, StepStats)
+        assert pending.n_tokens == expected.n_tokens and pending.updates == expected.updates
         assert pending.loss == pytest.approx(expected.loss, rel=1e-4, abs=1e-6)
         assert pending.skipped is expected.skipped is False
     for adapter_id in ("a0", "a1"):

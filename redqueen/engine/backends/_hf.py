@@ -143,7 +143,7 @@ class HFBackend:
         for row in range(batch):
             n = lengths_list[row]
             ids = tokens_list[row][:n]
-            text = host.tokenizer.decode(ids, skip_special_tokens=True)
+            text = str(host.tokenizer.decode(ids, skip_special_tokens=True))
             text = _cut_at_stop(text, stops[row])
             results.append(
                 Generation(

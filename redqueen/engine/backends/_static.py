@@ -188,7 +188,7 @@ class StaticBackend:
         return ends.all_ended
 
     def _decode(self, ids: list[int]) -> str:
-        return self.host.tokenizer.decode(ids, skip_special_tokens=True)
+        return str(self.host.tokenizer.decode(ids, skip_special_tokens=True))
 
     def _results(
         self,

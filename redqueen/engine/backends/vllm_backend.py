@@ -218,7 +218,9 @@ class VLLMBackend:
                 remove(int_id)
         seed = params[0].seed if params else None
         seeds = row_seeds(seed, prompt_ids, adapter_ids) if seed is not None else [None] * len(params)
-        requests, prompts, loras = [], [], []
+        requests: list[Any] = []
+        prompts: list[Any] = []
+        loras: list[Any] = []
         for ids, adapter_id, p, row_seed in zip(prompt_ids, adapter_ids, params, seeds, strict=True):
             requests.append(
                 self._vllm.SamplingParams(

@@ -6,7 +6,8 @@
   worker holding the adapter; GPU workers sit in a placement group (``PACK`` on one multi-GPU
   node, ``SPREAD`` across nodes). Its :meth:`~RayAdapterHost.make_learner` and
   :meth:`~RayAdapterHost.make_executor` give the matching learner and sandbox pool.
-- :class:`RayLearner`: the learner interface, each step on the adapter's worker.
+- :class:`RayLearner`: the learner interface, each step on the adapter's worker; it reaches the
+  workers only through the host's public :class:`WorkerHost` interface.
 - :class:`RayExecutorPool`: ``Executor.execute_many`` over actors, so sandbox checks use the
   cluster's CPUs.
 - :class:`ActorMap`: a stateless map over actors holding a replica (the surrogate
@@ -25,7 +26,7 @@ from redqueen.engine.distributed._build import cluster_host
 from redqueen.engine.distributed._cluster import ClusterError, WorkerLostError, connect
 from redqueen.engine.distributed._executor import RayExecutorPool
 from redqueen.engine.distributed._host import RayAdapterHost
-from redqueen.engine.distributed._learner import PendingStats, RayLearner
+from redqueen.engine.distributed._learner import PendingStats, RayLearner, WorkerHost
 from redqueen.engine.distributed._map import ActorMap
 from redqueen.engine.distributed._worker import HostWorker
 
@@ -37,6 +38,7 @@ __all__ = [
     "RayAdapterHost",
     "RayExecutorPool",
     "RayLearner",
+    "WorkerHost",
     "WorkerLostError",
     "cluster_host",
     "connect",

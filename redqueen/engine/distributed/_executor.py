@@ -83,7 +83,7 @@ class RayExecutorPool:
         closes: Sequence[Any] = (),
     ) -> None:
         borrowed = not isinstance(actors, int)
-        count = len(actors) if borrowed else actors
+        count = actors if isinstance(actors, int) else len(actors)
         if count < 1:
             raise ValueError(f"RayExecutorPool: actors must be >= 1, got {actors}")
         self.timeout = float(timeout)
@@ -97,7 +97,7 @@ class RayExecutorPool:
         cloudpickle.register_pickle_by_value(sys.modules[__name__])
         self._remote = self._ray.remote(_ExecutorActor)
         self._borrowed = borrowed
-        self._actors = list(actors) if borrowed else [self._spawn() for _ in range(count)]
+        self._actors = [self._spawn() for _ in range(count)] if isinstance(actors, int) else list(actors)
         self._closed = False
         self._closes = list(closes)
         self.restarts = 0

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from redqueen.engine._learner import LearnerConfig
 from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
 from redqueen.engine.distributed._cluster import (
     ClusterError,
@@ -24,11 +25,10 @@ from redqueen.engine.distributed._cluster import (
     gather,
     place_workers,
 )
+from redqueen.engine.distributed._executor import RayExecutorPool
+from redqueen.engine.distributed._learner import RayLearner
 from redqueen.engine.distributed._worker import HostWorker
 from redqueen.genomes import LoRAGenome
-
-if TYPE_CHECKING:
-    from redqueen.engine.distributed._learner import RayLearner
 
 __all__ = ["RayAdapterHost"]
 
@@ -116,7 +116,7 @@ class RayAdapterHost:
             for opt in options
         ]
         self._owner: dict[str, int] = {}
-        self._pending: list[Any] = []
+        self._pending: list[tuple[int, Any]] = []
         self._tokenizer: Any = None
         try:
             refs = [w.describe.remote() for w in self._workers]
@@ -128,7 +128,7 @@ class RayAdapterHost:
                     f"did not start within {start_timeout:.0f} s; free: CPU={free.get('CPU', 0)}, "
                     f"GPU={free.get('GPU', 0)}"
                 )
-            facts = self._gather(refs, "start")
+            facts = self.gather(refs, "start")
         except WorkerLostError as error:
             self.close()
             raise ClusterError(
@@ -160,7 +160,19 @@ class RayAdapterHost:
         """Which worker holds each adapter (adapter id -> worker index)."""
         return dict(self._owner)
 
-    def _gather(self, refs: Sequence[Any], what: str, owners: Sequence[int] | None = None) -> list:
+    def gather(
+        self, refs: Sequence[Any], what: str, owners: Sequence[int] | None = None
+    ) -> list[Any]:
+        """Wait for calls on the workers and return their results, in order.
+
+        Args:
+            refs: Ray object refs of calls on the workers.
+            what: What the calls do, for the error message.
+            owners: Index of the worker running each call (default: ``refs[i]`` on worker ``i``).
+
+        Raises:
+            WorkerLostError: If a worker died; the message names it, the call and its adapters.
+        """
         owners = list(range(len(refs))) if owners is None else list(owners)
 
         def describe(i: int) -> str:
@@ -170,13 +182,26 @@ class RayAdapterHost:
 
         return gather(refs, describe)
 
-    def _settle(self) -> None:
-        """Wait for learner steps still in flight, so that their errors surface here."""
+    def track(self, worker: int, ref: Any) -> None:
+        """Leave a call on ``worker`` in flight until the next :meth:`settle`.
+
+        Learner steps run while the driver goes on; any later call that reads or changes
+        adapters settles them first, so it sees the updated weights and their errors.
+        """
+        self._pending.append((worker, ref))
+
+    def settle(self) -> None:
+        """Wait for tracked calls still in flight, so that their errors surface here."""
         pending, self._pending = self._pending, []
         if pending:
-            self._gather([ref for _, ref in pending], "learner step", [w for w, _ in pending])
+            self.gather([ref for _, ref in pending], "learner step", [w for w, _ in pending])
 
-    def _worker_of(self, adapter_id: str) -> int:
+    def worker_of(self, adapter_id: str) -> int:
+        """Index of the worker holding ``adapter_id``.
+
+        Raises:
+            KeyError: If no worker holds it.
+        """
         try:
             return self._owner[adapter_id]
         except KeyError:
@@ -206,7 +231,7 @@ class RayAdapterHost:
         Raises:
             ValueError: If the genome does not fit the model (the worker's message).
         """
-        self._settle()
+        self.settle()
         index = self._owner.get(adapter_id)
         if index is None:
             loads = [0] * len(self._workers)
@@ -215,7 +240,7 @@ class RayAdapterHost:
             index = loads.index(min(loads))
         state = genome.to(device="cpu").state_dict()
         ref = self._workers[index].set_adapter.remote(adapter_id, state)
-        self._gather([ref], f"set_adapter({adapter_id!r})", [index])
+        self.gather([ref], f"set_adapter({adapter_id!r})", [index])
         self._owner[adapter_id] = index
 
     def remove_adapter(self, adapter_id: str) -> None:
@@ -224,9 +249,9 @@ class RayAdapterHost:
         Raises:
             KeyError: If no worker holds it.
         """
-        self._settle()
-        index = self._worker_of(adapter_id)
-        self._gather([self._workers[index].remove_adapter.remote(adapter_id)], "remove_adapter", [index])
+        self.settle()
+        index = self.worker_of(adapter_id)
+        self.gather([self._workers[index].remove_adapter.remote(adapter_id)], "remove_adapter", [index])
         del self._owner[adapter_id]
 
     def genome(self, adapter_id: str) -> LoRAGenome:
@@ -243,14 +268,14 @@ class RayAdapterHost:
         Raises:
             KeyError: If an id is not held.
         """
-        self._settle()
+        self.settle()
         by_worker: dict[int, list[str]] = {}
         for adapter_id in adapter_ids:
-            by_worker.setdefault(self._worker_of(adapter_id), []).append(adapter_id)
+            by_worker.setdefault(self.worker_of(adapter_id), []).append(adapter_id)
         order = sorted(by_worker)
         refs = [self._workers[w].genome_states.remote(by_worker[w]) for w in order]
         states: dict[str, Any] = {}
-        for part in self._gather(refs, "genome export", order):
+        for part in self.gather(refs, "genome export", order):
             states.update(part)
         return {a: LoRAGenome.from_state_dict(states[a]) for a in adapter_ids}
 
@@ -284,9 +309,9 @@ class RayAdapterHost:
         per_row = rows_sampling(prompts, adapter_ids, sampling)
         rows_of: dict[int, list[int]] = {}
         for row, adapter_id in enumerate(adapter_ids):
-            index = 0 if adapter_id is None else self._worker_of(adapter_id)
+            index = 0 if adapter_id is None else self.worker_of(adapter_id)
             rows_of.setdefault(index, []).append(row)
-        self._settle()
+        self.settle()
         order = sorted(rows_of)
         refs = [
             self._workers[w].generate.remote(
@@ -297,7 +322,7 @@ class RayAdapterHost:
             for w in order
         ]
         per_prompt: list[list[Generation]] = [[] for _ in prompts]
-        for w, gens in zip(order, self._gather(refs, "generate", order), strict=True):
+        for w, gens in zip(order, self.gather(refs, "generate", order), strict=True):
             it = iter(gens)
             for row in rows_of[w]:
                 per_prompt[row] = [next(it) for _ in range(per_row[row].n)]
@@ -305,17 +330,15 @@ class RayAdapterHost:
 
     # -- learner, executor, lifetime --------------------------------------------------------
 
-    def make_learner(self, config: Any = None) -> RayLearner:
+    def make_learner(self, config: LearnerConfig | None = None) -> RayLearner:
         """A learner whose steps run on the workers (each keeps its adapters' optimizer states).
 
         Args:
             config: A :class:`~redqueen.engine.LearnerConfig` (``None``: defaults).
         """
-        from redqueen.engine.distributed._learner import RayLearner
-
         return RayLearner(self, config)
 
-    def make_executor(self, settings: Mapping[str, Any] | None = None) -> Any:
+    def make_executor(self, settings: Mapping[str, Any] | None = None) -> RayExecutorPool:
         """A sandbox pool over this host's workers, so checks run where the model runs.
 
         Each worker starts its own sandbox on its node; closing the pool (an environment's
@@ -324,8 +347,6 @@ class RayAdapterHost:
         Args:
             settings: ``Executor`` settings ``{"workers", "timeout", "memory_mb"}``.
         """
-        from redqueen.engine.distributed._executor import RayExecutorPool
-
         settings = dict(settings or {})
         return RayExecutorPool(
             actors=self._workers,

@@ -3,12 +3,50 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from redqueen.engine.distributed._host import RayAdapterHost
+from redqueen.engine._learner import LearnerConfig, LearnerStats
+from redqueen.engine._rollout import Rollout
 
-__all__ = ["PendingStats", "RayLearner"]
+__all__ = ["PendingStats", "RayLearner", "WorkerHost"]
+
+
+@runtime_checkable
+class WorkerHost(Protocol):
+    """What :class:`RayLearner` needs from a host whose adapters live on worker actors.
+
+    :class:`~redqueen.engine.distributed.RayAdapterHost` implements it. Each worker actor has
+    the learner methods of :class:`~redqueen.engine.distributed.HostWorker`
+    (``configure_learner``, ``learner_step``, ``learner_forget``, ``learner_state``,
+    ``learner_load``).
+    """
+
+    @property
+    def actors(self) -> list[Any]:
+        """The worker actor handles, in index order."""
+        ...
+
+    def placement(self) -> dict[str, int]:
+        """Which worker holds each adapter (adapter id -> worker index)."""
+        ...
+
+    def worker_of(self, adapter_id: str) -> int:
+        """Index of the worker holding ``adapter_id`` (``KeyError`` if none)."""
+        ...
+
+    def gather(
+        self, refs: Sequence[Any], what: str, owners: Sequence[int] | None = None
+    ) -> list[Any]:
+        """Wait for calls on the workers and return their results, in order."""
+        ...
+
+    def track(self, worker: int, ref: Any) -> None:
+        """Leave a call on ``worker`` in flight until the next :meth:`settle`."""
+        ...
+
+    def settle(self) -> None:
+        """Wait for tracked calls still in flight."""
+        ...
 
 
 class RayLearner:
@@ -20,42 +58,41 @@ class RayLearner:
     are read.
 
     Args:
-        host: The :class:`RayAdapterHost` whose workers hold the adapters.
+        host: The :class:`~redqueen.engine.distributed.RayAdapterHost` (or another
+            :class:`WorkerHost`) whose workers hold the adapters.
         config: A :class:`~redqueen.engine.LearnerConfig` (``None``: defaults), sent to every
             worker.
     """
 
-    def __init__(self, host: RayAdapterHost, config: Any = None) -> None:
-        from redqueen.engine import LearnerConfig
-
+    def __init__(self, host: WorkerHost, config: LearnerConfig | None = None) -> None:
         self.host = host
         self.config = config if config is not None else LearnerConfig()
-        refs = [w.configure_learner.remote(self.config) for w in host._workers]
-        host._gather(refs, "learner setup")
+        refs = [w.configure_learner.remote(self.config) for w in host.actors]
+        host.gather(refs, "learner setup")
 
-    def step(self, adapter_id: str, rollouts: Sequence[Any]) -> PendingStats:
+    def step(self, adapter_id: str, rollouts: Sequence[Rollout]) -> PendingStats:
         """Start one update of ``adapter_id`` on its worker.
 
         Raises:
             KeyError: If no worker holds the adapter.
         """
-        index = self.host._worker_of(adapter_id)
-        ref = self.host._workers[index].learner_step.remote(adapter_id, list(rollouts))
-        self.host._pending.append((index, ref))
+        index = self.host.worker_of(adapter_id)
+        ref = self.host.actors[index].learner_step.remote(adapter_id, list(rollouts))
+        self.host.track(index, ref)
         return PendingStats(self.host, index, ref)
 
     def forget(self, adapter_id: str) -> None:
         """Drop an adapter's optimizer state (nothing to do once the host removed it)."""
-        index = self.host._owner.get(adapter_id)
+        index = self.host.placement().get(adapter_id)
         if index is not None:
-            self.host._gather(
-                [self.host._workers[index].learner_forget.remote(adapter_id)], "forget", [index]
+            self.host.gather(
+                [self.host.actors[index].learner_forget.remote(adapter_id)], "forget", [index]
             )
 
     def state_dict(self) -> dict[str, Any]:
         """Every worker's optimizer states merged into one ``Learner.state_dict``."""
-        self.host._settle()
-        parts = self.host._gather([w.learner_state.remote() for w in self.host._workers], "state")
+        self.host.settle()
+        parts = self.host.gather([w.learner_state.remote() for w in self.host.actors], "state")
         optimizers: dict[str, Any] = {}
         for part in parts:
             optimizers.update(part["optimizers"])
@@ -69,19 +106,20 @@ class RayLearner:
         """
         if "optimizers" not in state:
             raise KeyError("RayLearner.load_state_dict: state has no 'optimizers' entry")
-        split: list[dict[str, Any]] = [{} for _ in self.host._workers]
+        actors = self.host.actors
+        split: list[dict[str, Any]] = [{} for _ in actors]
         for adapter_id, optimizer_state in state["optimizers"].items():
-            split[self.host._worker_of(adapter_id)][adapter_id] = optimizer_state
+            split[self.host.worker_of(adapter_id)][adapter_id] = optimizer_state
         config = state.get("config")
         refs = [
             w.learner_load.remote({"config": config, "optimizers": part})
-            for w, part in zip(self.host._workers, split, strict=True)
+            for w, part in zip(actors, split, strict=True)
         ]
-        self.host._gather(refs, "learner load")
+        self.host.gather(refs, "learner load")
 
 
 class PendingStats:
-    """A learner step in flight; reading any field waits for it (a ``LearnerStats`` then).
+    """A learner step in flight; reading any field waits for it (see :class:`LearnerStats`).
 
     Args:
         host: The host that tracks in-flight calls.
@@ -89,20 +127,65 @@ class PendingStats:
         ref: The Ray object ref of the step's result.
     """
 
-    def __init__(self, host: RayAdapterHost, worker: int, ref: Any) -> None:
+    def __init__(self, host: WorkerHost, worker: int, ref: Any) -> None:
         self._host, self._worker, self._ref = host, worker, ref
-        self._value: Any = None
+        self._value: LearnerStats | None = None
 
-    def result(self) -> Any:
-        """The step's ``LearnerStats`` (waits for it)."""
+    def result(self) -> LearnerStats:
+        """The step's :class:`LearnerStats` (waits for it)."""
         if self._value is None:
-            self._value = self._host._gather([self._ref], "learner step", [self._worker])[0]
+            self._value = self._host.gather([self._ref], "learner step", [self._worker])[0]
         return self._value
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.result(), name)
+    @property
+    def loss(self) -> float:
+        """Surrogate loss of the last update."""
+        return self.result().loss
+
+    @property
+    def skipped(self) -> bool:
+        """Whether the update was not applied."""
+        return self.result().skipped
+
+    @property
+    def grad_norm(self) -> float:
+        """Gradient norm before clipping."""
+        return self.result().grad_norm
+
+    @property
+    def n_tokens(self) -> int:
+        """Completion tokens in the batch."""
+        return self.result().n_tokens
+
+    @property
+    def clip_fraction(self) -> float:
+        """Share of tokens whose ratio was clipped."""
+        return self.result().clip_fraction
+
+    @property
+    def approx_kl(self) -> float:
+        """Mean ``old - new`` log-probability."""
+        return self.result().approx_kl
+
+    @property
+    def kl_from_base(self) -> float:
+        """Per-token KL divergence of the sampling policy from the base model."""
+        return self.result().kl_from_base
+
+    @property
+    def weight_change(self) -> float:
+        """``||dW|| / ||W||`` of the adapter's update."""
+        return self.result().weight_change
+
+    @property
+    def tokens_trained(self) -> int:
+        """Completion tokens run through forward and backward passes."""
+        return self.result().tokens_trained
+
+    @property
+    def updates(self) -> int:
+        """Optimizer steps applied."""
+        return self.result().updates
 
     def __repr__(self) -> str:
         return f"PendingStats({self.result()!r})" if self._value is not None else "PendingStats(...)"

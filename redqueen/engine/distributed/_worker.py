@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from redqueen.engine._learner import LearnerConfig, LearnerStats
+from redqueen.engine._rollout import Rollout
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.distributed._executor import SandboxMixin
 from redqueen.genomes import LoRAGenome
@@ -43,7 +45,7 @@ class HostWorker(SandboxMixin):
         dtype: str | None = None,
         target_modules: Sequence[str] | None = None,
         backend: str = "hf",
-        learner: Any = None,
+        learner: LearnerConfig | None = None,
         cpu_threads: int | None = None,
         max_batch_size: int = 64,
     ) -> None:
@@ -105,11 +107,11 @@ class HostWorker(SandboxMixin):
         """``AdapterHost.generate`` on this worker's rows (``n`` expanded here)."""
         return self.host.generate(list(prompts), list(adapter_ids), list(sampling))
 
-    def learner_step(self, adapter_id: str, rollouts: Sequence[Any]) -> Any:
+    def learner_step(self, adapter_id: str, rollouts: Sequence[Rollout]) -> LearnerStats:
         """One learner update of an adapter this worker holds."""
         return self.learner.step(adapter_id, rollouts)
 
-    def configure_learner(self, config: Any) -> None:
+    def configure_learner(self, config: LearnerConfig) -> None:
         """Replace the learner (and drop every optimizer state) with one of this config."""
         from redqueen.engine import Learner
 

@@ -150,15 +150,6 @@ class GamesEnv(SurrogateMembers, Environment):
             self.found_members(role, size, self.objectives[role].weights, founder)
         self.origin = self.points("student").mean(0)  # where the founding students stand
 
-    @classmethod
-    def from_config(cls, cfg: Any) -> GamesEnv:
-        """Build from an experiment configuration: ``environment.options`` holds ``game`` (a
-        name in :data:`GAMES`), the game's settings and this class's own; unknown names and
-        bad values are a :class:`~redqueen.experiments.config.ConfigError` naming the option."""
-        from redqueen.environments.games._config import games_from_config
-
-        return games_from_config(cls, cfg)
-
     # -- the model -------------------------------------------------------------------------
     def point(
         self,

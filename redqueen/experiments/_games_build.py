@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from redqueen.environments.games._base import GAMES
+from redqueen.environments.games import GAMES, GamesEnv
+from redqueen.experiments.config import ConfigError, ExperimentConfig
+
+__all__ = ["build_games", "own_settings"]
 
 
 def own_settings(cls: type) -> list[str]:
@@ -17,18 +21,15 @@ def own_settings(cls: type) -> list[str]:
     ]
 
 
-def games_from_config(cls: type, cfg: Any) -> Any:
-    """Build ``cls`` (the games environment) from ``cfg``: ``environment.options`` holds ``game``,
-    the game's settings and the environment's own; the standard settings (population, rewards,
-    replacement, matchmaking, objectives, seed) come from their sections.
+def build_games(cfg: ExperimentConfig, standard: Mapping[str, Callable[[], Any]]) -> GamesEnv:
+    """Build the games environment from ``cfg``: ``environment.options`` holds ``game``, the
+    game's settings and the environment's own; the standard settings (population, rewards,
+    replacement, matchmaking, objectives, seed) come from ``standard`` (name -> thunk).
 
     Raises:
         ConfigError: One line naming the option: an unknown game, a setting neither the game nor
             the environment has, or a value either refuses.
     """
-    from redqueen.experiments.build import standard_kwargs
-    from redqueen.experiments.config import ConfigError
-
     options = dict(cfg.environment.options)
     name = options.pop("game", "ladder")
     if not isinstance(name, str) or name not in GAMES:
@@ -36,8 +37,7 @@ def games_from_config(cls: type, cfg: Any) -> Any:
             f"environment.options.game: unknown game {name!r} (known: {', '.join(sorted(GAMES))})"
         )
     game_cls = GAMES[name]
-    standard = standard_kwargs(cfg)
-    own = set(own_settings(cls)) - {"game", "game_params"} - set(standard)
+    own = set(own_settings(GamesEnv)) - {"game", "game_params"} - set(standard)
     game_params = {k: options.pop(k) for k in list(options) if k in game_cls.parameters()}
     for key in options:
         if key not in own:
@@ -49,9 +49,9 @@ def games_from_config(cls: type, cfg: Any) -> Any:
         game = game_cls(**GAMES.validate(name, game_params))  # the game's declared parameters
     except (TypeError, ValueError) as error:
         raise ConfigError(f"environment.options.{error}") from None
-    kwargs = {k: make() for k, make in standard.items() if k in own_settings(cls)}
+    kwargs = {k: make() for k, make in standard.items() if k in own_settings(GamesEnv)}
     try:
-        return cls(game=game, **kwargs, **options)
+        return GamesEnv(game=game, **kwargs, **options)
     except (TypeError, ValueError) as error:
         field = str(error).split(":", 1)[0]
         where = (

@@ -1,0 +1,165 @@
+"""The engine's seams as protocols: :class:`HostProtocol`, :class:`LearnerProtocol`, :class:`StepStats`.
+
+An environment talks to its model through these two interfaces only, so it runs unchanged on
+one process (:class:`~redqueen.engine.AdapterHost`, :class:`~redqueen.engine.Learner`) or on a
+cluster (:class:`~redqueen.engine.distributed.RayAdapterHost`,
+:class:`~redqueen.engine.distributed.RayLearner`), and a new host or learner (another serving
+engine, a different policy-gradient rule) is a class with these methods, no subclassing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from redqueen.engine._rollout import Rollout
+from redqueen.engine._sampling import Generation, SamplingParams
+from redqueen.genomes import LoRAGenome
+
+__all__ = ["HostProtocol", "LearnerProtocol", "StepStats"]
+
+
+@runtime_checkable
+class HostProtocol(Protocol):
+    """A base model serving many LoRA adapters addressed by id.
+
+    Adapters enter and leave as :class:`~redqueen.genomes.LoRAGenome` objects; in between the
+    host owns their weights (a learner may train them in place) and :meth:`genome` exports the
+    current ones.
+    """
+
+    @property
+    def model_path(self) -> str:
+        """The base model's id or folder (recorded in every exported genome)."""
+        ...
+
+    @property
+    def module_shapes(self) -> Mapping[str, tuple[int, int]]:
+        """Shape ``(out, in)`` of every module that can carry LoRA factors."""
+        ...
+
+    @property
+    def adapter_ids(self) -> list[str]:
+        """Ids of the adapters held, in insertion order."""
+        ...
+
+    def add_adapter(self, adapter_id: str, genome: LoRAGenome) -> None:
+        """Add a new adapter.
+
+        Raises:
+            ValueError: If the id is taken or the genome does not fit the model.
+        """
+        ...
+
+    def set_adapter(self, adapter_id: str, genome: LoRAGenome) -> None:
+        """Add an adapter or replace its weights."""
+        ...
+
+    def remove_adapter(self, adapter_id: str) -> None:
+        """Remove an adapter.
+
+        Raises:
+            KeyError: If it is not held.
+        """
+        ...
+
+    def genome(self, adapter_id: str) -> LoRAGenome:
+        """The adapter's current (possibly trained) weights, as a new genome.
+
+        Raises:
+            KeyError: If it is not held.
+        """
+        ...
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        adapter_ids: Sequence[str | None],
+        sampling: SamplingParams | Sequence[SamplingParams] | None = None,
+    ) -> list[Generation]:
+        """Sample completions, each prompt with its own adapter (``None``: the base model).
+
+        Returns:
+            ``len(prompts) * n`` generations, the ``n`` samples of each prompt side by side.
+        """
+        ...
+
+
+@runtime_checkable
+class StepStats(Protocol):
+    """What one learner step reports (the fields of :class:`~redqueen.engine.LearnerStats`)."""
+
+    @property
+    def loss(self) -> float:
+        """Surrogate loss of the last update (``nan`` or ``inf`` if skipped for that reason)."""
+        ...
+
+    @property
+    def skipped(self) -> bool:
+        """Whether the update was not applied."""
+        ...
+
+    @property
+    def grad_norm(self) -> float:
+        """Gradient norm before clipping."""
+        ...
+
+    @property
+    def n_tokens(self) -> int:
+        """Completion tokens in the batch."""
+        ...
+
+    @property
+    def clip_fraction(self) -> float:
+        """Share of tokens whose ratio was clipped."""
+        ...
+
+    @property
+    def approx_kl(self) -> float:
+        """Mean ``old - new`` log-probability (policy drift)."""
+        ...
+
+    @property
+    def kl_from_base(self) -> float:
+        """Per-token KL divergence of the sampling policy from the base model."""
+        ...
+
+    @property
+    def weight_change(self) -> float:
+        """``||dW|| / ||W||`` of the adapter's update against the base weights."""
+        ...
+
+    @property
+    def tokens_trained(self) -> int:
+        """Completion tokens run through forward and backward passes."""
+        ...
+
+    @property
+    def updates(self) -> int:
+        """Optimizer steps applied."""
+        ...
+
+
+@runtime_checkable
+class LearnerProtocol(Protocol):
+    """Updates a host's adapters on their own rollouts, keeping per-adapter optimizer state."""
+
+    def step(self, adapter_id: str, rollouts: Sequence[Rollout]) -> StepStats:
+        """One update of ``adapter_id`` on ``rollouts``.
+
+        Raises:
+            KeyError: If the host does not hold the adapter.
+        """
+        ...
+
+    def forget(self, adapter_id: str) -> None:
+        """Drop an adapter's optimizer state."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer states and configuration, for a checkpoint."""
+        ...
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned; the host must hold those adapters."""
+        ...
