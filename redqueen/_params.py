@@ -37,7 +37,7 @@ class ParameterError(ValueError):
         super().__init__(f"{key}: {self.problem}" if key else self.problem)
 
 
-def _signature_of(obj: Any) -> tuple[inspect.Signature, Callable[..., Any]] | None:
+def _signature_of(obj: Any) -> tuple[inspect.Signature, Callable[..., object] | None] | None:
     """The signature callers use, and the function whose annotations describe it."""
     if isinstance(obj, type):
         init = next((k.__dict__["__init__"] for k in obj.__mro__ if "__init__" in k.__dict__), None)
@@ -72,7 +72,7 @@ def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[
         return None
     signature, function = found
     try:
-        hints = typing.get_type_hints(function, include_extras=True) if function else {}
+        hints = typing.get_type_hints(function, include_extras=True) if function is not None else {}
     except Exception:  # annotations naming what the module cannot resolve: read them as Any
         hints = {}
     fields: dict[str, Any] = {}

@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "redqueen"
 #: A module may import its own subpackage and anything in a lower layer; subpackages in one
 #: layer do not import each other (``evo`` never imports ``engine``).
 LAYERS: list[set[str]] = [
+    {"_params"},
     {"_registry", "assets"},
     {"genomes"},
     {"verifiers", "fitness"},

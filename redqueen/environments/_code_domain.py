@@ -10,7 +10,7 @@ the input/output pairs, judged on the hidden half. Prompts and parsing are those
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -70,7 +70,7 @@ class CodeDomain:
         settings: The domain's settings (default: :class:`CodeSettings` defaults).
     """
 
-    settings_model = CodeSettings
+    settings_model: ClassVar[type[BaseModel]] = CodeSettings
     task_types: tuple[str, ...] = TASK_TYPES
     propose_stop: tuple[str, ...] = (PROPOSE_STOP,)
     solve_stop: tuple[str, ...] = (SOLVE_STOP,)

@@ -131,6 +131,6 @@ def match_scores(
         items = [i for i in played if i.teacher == teacher and i.student == student]
         if not items:
             continue
-        score = sum(i.solve_rate if i.valid else 1.0 for i in items) / len(items)
+        score = sum((i.solve_rate or 0.0) if i.valid else 1.0 for i in items) / len(items)
         results.append((teacher, student, float(score)))
     return results

@@ -84,7 +84,7 @@ STANDARD_KEYS: dict[str, tuple[str, ...]] = {
 
 def keyword_names(cls: type) -> tuple[set[str], bool]:
     """The keyword names ``cls``'s constructor accepts, and whether it takes ``**kwargs``."""
-    params = inspect.signature(cls.__init__).parameters.values()
+    params = inspect.signature(cls).parameters.values()
     names = {
         p.name
         for p in params

@@ -161,7 +161,7 @@ class EnvironmentConfig(_Section):
         object.__setattr__(self, "domain_params", params)
         if self.task_types is None:
             object.__setattr__(self, "task_types", types)
-        for index, task_type in enumerate(self.task_types):
+        for index, task_type in enumerate(self.task_types or ()):
             if task_type not in types:
                 raise ValueError(
                     f"task_types.{index}: {task_type!r} is not a task type of domain "

@@ -67,6 +67,8 @@ def import_plugin(spec: str) -> str:
             name = f"redqueen_plugin_{path.stem}"
             if name not in sys.modules:
                 module_spec = importlib.util.spec_from_file_location(name, path)
+                if module_spec is None or module_spec.loader is None:
+                    raise ValueError(f"plugin {spec}: cannot be imported as a module")
                 module = importlib.util.module_from_spec(module_spec)
                 sys.modules[name] = module
                 try:
