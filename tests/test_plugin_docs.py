@@ -45,6 +45,15 @@ for argv, out in json.loads(sys.argv[1]):
             code = stop.code if isinstance(stop.code, int) else 1
     Path(out).with_suffix(".code").write_text(str(code))
 """
+#: The examples the one ``games`` run loads together, in the order given.
+GAMES_RUN_PLUGINS = (
+    "rescale_mutation.py",
+    "blend_crossover.py",
+    "linear_rank_selection.py",
+    "small_update_objective.py",
+    "threshold_game.py",
+    "turnover_plot.py",
+)
 #: What each example registers, by the kind ``redqueen list`` prints it under.
 REGISTERED = {
     "mutation": "rescale",
@@ -115,14 +124,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
     """Every example through the command line: ``list`` with all of them, one ``games`` run
     using six, the environment's own run, and ``eval`` with the suite."""
     root = tmp_path_factory.mktemp("plugins")
-    games = (
-        "rescale_mutation.py",
-        "blend_crossover.py",
-        "linear_rank_selection.py",
-        "small_update_objective.py",
-        "threshold_game.py",
-        "turnover_plot.py",
-    )
+    games = GAMES_RUN_PLUGINS
     calls = {
         "list": ["list", *_plugin_flags(*sorted(p.name for p in EXAMPLES.glob("*.py")))],
         "games": [
@@ -155,7 +157,9 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
     outcomes = {}
     for name, (_, out) in zip(calls, plan, strict=True):
         path = Path(out)
-        code = int(path.with_suffix(".code").read_text()) if path.with_suffix(".code").exists() else -1
+        code = (
+            int(path.with_suffix(".code").read_text()) if path.with_suffix(".code").exists() else -1
+        )
         stdout = path.read_text() if path.exists() else ""
         outcomes[name] = Outcome(code, stdout, done.stderr)
     return Commands(root, outcomes)
@@ -206,14 +210,7 @@ def test_operators_selection_objective_game_and_plot_in_one_games_run(
     assert config["environment"]["options"] == {"game": "threshold", "margin": 0.2}
     assert config["evolution"]["selection"] == "linear_rank"
     recorded = json.loads((run / "plugins.json").read_text())
-    assert [Path(p).name for p in recorded] == [
-        "rescale_mutation.py",
-        "blend_crossover.py",
-        "linear_rank_selection.py",
-        "small_update_objective.py",
-        "threshold_game.py",
-        "turnover_plot.py",
-    ]
+    assert [Path(p).name for p in recorded] == list(GAMES_RUN_PLUGINS)
     rows = _lineage(run)
     made = {row["operator"]: json.loads(row["operator_params"]) for row in rows if row["operator"]}
     assert made == {"rescale": {"sigma": 0.2}, "random_blend": {"low": 0.4}}

@@ -49,3 +49,20 @@ def test_protocols_refuse_what_lacks_their_methods():
     assert not isinstance(HalfHost(), HostProtocol)
     assert not isinstance(HalfHost(), LearnerProtocol)
     assert not isinstance(object(), GenerationBackend)
+
+
+def test_step_stats_protocol_and_pending_stats_name_every_learner_field():
+    """``LearnerStats`` is written out again in the ``StepStats`` protocol and in the Ray
+    learner's ``PendingStats``; a field added to one must be added to all three."""
+    import dataclasses
+
+    from redqueen.engine import LearnerStats
+    from redqueen.engine.distributed._learner import PendingStats
+
+    fields = {f.name for f in dataclasses.fields(LearnerStats)}
+
+    def properties(cls: type) -> set[str]:
+        return {name for name, value in vars(cls).items() if isinstance(value, property)}
+
+    assert properties(StepStats) == fields
+    assert properties(PendingStats) == fields
