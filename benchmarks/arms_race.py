@@ -99,6 +99,14 @@ def _run(condition: str, seed: int, steps: int, out: Path, common: Sequence[str]
     return time.perf_counter() - start
 
 
+def _finished(out: Path, steps: int) -> bool:
+    """Whether a run directory reached ``steps``: its last checkpoint and every metrics row."""
+    if not (out / "checkpoints" / f"step_{steps}" / "meta.json").is_file():
+        return False
+    rows = [r for r in _read_jsonl(out / "metrics.jsonl") if "step" in r]
+    return len(rows) == steps
+
+
 def _slope(values: Sequence[float]) -> float:
     """OLS slope of values over their index, skipping missing steps."""
     y = np.asarray(values, dtype=float)
@@ -321,12 +329,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         choices=list(CONDITIONS),
         help="conditions whose run directories in --workdir are kept, not rerun",
     )
+    parser.add_argument(
+        "--keep-finished",
+        action="store_true",
+        help="keep run directories in --workdir that already reached --steps (a checkpoint at "
+        "the last step and one metrics row per step); rerun the others",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     jobs = [(c, s, args.workdir / f"{c}-seed{s}") for c in args.conditions for s in args.seeds]
     seconds: dict[str, float] = {}
-    to_run = [job for job in jobs if job[0] not in args.reuse]
+    to_run = [
+        job
+        for job in jobs
+        if job[0] not in args.reuse and not (args.keep_finished and _finished(job[2], args.steps))
+    ]
     if not args.analyse_only:
         with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
             for (cond, seed, out), took in zip(
