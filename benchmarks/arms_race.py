@@ -107,6 +107,19 @@ def _finished(out: Path, steps: int) -> bool:
     return len(rows) == steps
 
 
+def _saved_evaluation(out: Path, steps: int, limit: int) -> Any:
+    """The run's own held-out evaluation, when it covers ``limit`` problems and postdates the
+    run's last checkpoint; else None."""
+    from redqueen.experiments.evaluation import EvalReport
+
+    path = out / "eval_code_output.json"
+    last = out / "checkpoints" / f"step_{steps}" / "meta.json"
+    if not path.is_file() or not last.is_file() or path.stat().st_mtime < last.stat().st_mtime:
+        return None
+    report = EvalReport.load(path)
+    return report if len(report.problems) == limit else None
+
+
 def _slope(values: Sequence[float]) -> float:
     """OLS slope of values over their index, skipping missing steps."""
     y = np.asarray(values, dtype=float)
@@ -330,6 +343,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="conditions whose run directories in --workdir are kept, not rerun",
     )
     parser.add_argument(
+        "--reuse-evaluations",
+        action="store_true",
+        help="score a run from its own eval_code_output.json when that file covers --limit "
+        "problems and is newer than the run's last checkpoint (greedy evaluation is "
+        "deterministic, so this only saves time)",
+    )
+    parser.add_argument(
         "--keep-finished",
         action="store_true",
         help="keep run directories in --workdir that already reached --steps (a checkpoint at "
@@ -360,7 +380,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     per_seed: dict[str, dict[int, dict[str, float]]] = {c: {} for c in args.conditions}
     series: dict[str, list[dict[str, list[float]]]] = {c: [] for c in args.conditions}
     for cond, seed, out in jobs:
-        report = evaluate_run(out, "code_output", limit=args.limit)
+        report = _saved_evaluation(out, args.steps, args.limit) if args.reuse_evaluations else None
+        if report is None:
+            report = evaluate_run(out, "code_output", limit=args.limit)
         row = endpoints(out, args.steps, report)
         logged = [r["seconds"] for r in _read_jsonl(out / "metrics.jsonl") if "seconds" in r]
         if logged:  # the run's own step timer; wall clock when the run was timed here
