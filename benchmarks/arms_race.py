@@ -9,8 +9,10 @@ for differences) are the ones fixed in ``ARMS_RACE.md``; nothing here may change
 
 Usage::
 
-    python benchmarks/arms_race.py --steps 24 --seeds 0 1 2 --parallel 2 --workdir runs/arms
-    python benchmarks/arms_race.py --analyse-only --workdir runs/arms --steps 24 --seeds 0 1 2
+    python benchmarks/arms_race.py --steps 24 --seeds 0 1 2 3 4 --parallel 2 --workdir runs/arms \
+        --set learner.lr=3e-4
+    python benchmarks/arms_race.py --analyse-only --workdir runs/arms --steps 24 \
+        --seeds 0 1 2 3 4 --reuse-evaluations
 
 Writes ``benchmarks/results/arms_race.json`` (top-level ``seeds``; per-seed values, per-endpoint
 estimates and CIs, per-condition compute) and ``arms_race.png``.
@@ -63,6 +65,10 @@ HYPOTHESES: dict[str, list[tuple[str, str, str | None, int]]] = {
 }
 
 RESAMPLES = 10_000
+
+
+# ARMS_RACE.md's smallest effects of interest for the "refuted at this power" rule.
+SMALLEST_EFFECTS = {"E1": 0.5, "E2": -0.005}
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -270,6 +276,12 @@ def analyse(per_seed: dict[str, dict[int, dict[str, float]]], seed: int = 0) -> 
         summary = "inner loop did not measurably learn (H1 not supported): arms-race endpoints not interpreted"
     elif verdicts["H2"]["supported"] and verdicts["H3"]["supported"] and valid >= 0.5:
         summary = "arms race seen (H2 and H3 supported, valid share >= 0.5)"
+    elif all(
+        population.get(endpoint, {}).get("low", np.nan) <= 0 <= population[endpoint]["high"]
+        and population[endpoint]["high"] - population[endpoint]["low"] < abs(effect)
+        for endpoint, effect in SMALLEST_EFFECTS.items()
+    ):
+        summary = "arms race refuted at this power (E1 and E2 CIs include zero and are narrower than the smallest effects)"
     else:
         summary = "inconclusive at this power (see the CIs)"
     return {"estimates": estimates, "hypotheses": verdicts, "summary": summary}
