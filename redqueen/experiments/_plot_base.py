@@ -73,8 +73,8 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
     """Read the logs and ``lineage.csv`` of a run directory (absent files read as empty).
 
     Raises:
-        RunDirectoryError: If ``path`` is not a run directory, a log line is not JSON, or a
-            file is not UTF-8 text.
+        RunDirectoryError: If ``path`` is not a run directory, a log line is not JSON, a
+            file is not UTF-8 text, or ``lineage.csv`` has no ``id`` column.
     """
     run_dir = RunDirectory(path)
     run_dir.require()
@@ -85,6 +85,9 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
                 lineage = list(csv.DictReader(handle))
         except (UnicodeDecodeError, csv.Error) as error:
             raise RunDirectoryError(f"{run_dir.lineage_path}: not a readable CSV file ({error})") from None
+        if lineage and "id" not in lineage[0]:
+            raise RunDirectoryError(f"{run_dir.lineage_path}: no 'id' column, not a lineage file")
+        lineage = [row for row in lineage if row.get("id")]
     return RunData(
         path=run_dir.path,
         metrics=run_dir.read_log("metrics"),

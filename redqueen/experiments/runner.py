@@ -20,6 +20,7 @@ Both hold the run directory's :class:`~redqueen.experiments.runlock.RunLock` unt
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -45,6 +46,8 @@ if TYPE_CHECKING:  # the environments package pulls in the engine; the runner on
 
 #: Called after every step with the step's record and the runner.
 StepCallback = Callable[["StepRecord", "Runner"], None]
+
+_log = logging.getLogger(__name__)
 
 
 class RunError(ValueError):
@@ -445,6 +448,15 @@ def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int |
                 ) from None
         if steps is not None:
             run_dir.write_config(config.to_yaml_dict())
+        if ckpt is None:
+            metrics = run_dir.log_path("metrics")
+            logged = metrics.read_bytes().count(b"\n") if metrics.is_file() else 0
+            if logged:
+                _log.warning(
+                    "%s has no checkpoint: the run starts over from its seed, and the %d "
+                    "step(s) in its logs are discarded",
+                    run_dir.checkpoints_dir, logged,
+                )
         run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})
         runner = Runner(
             env=env,

@@ -7,7 +7,7 @@ import pytest
 
 from redqueen.evo import Individual, Lineage
 from redqueen.experiments.plots import PLOTS, RunData, SkipPlot, load_run_data, make_plots
-from redqueen.experiments.rundir import RunDirectory
+from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -99,6 +99,13 @@ def test_load_run_data_reads_lineage_ids_and_ancestors(tmp_path):
     uid = {name: row["id"] for name, row in by_name.items()}
     assert by_name["teacher-0002"]["ancestor_list"] == f"[{uid['teacher-0000']},{uid['teacher-0001']}]"
     assert len(data.metrics) == 3 and len(data.ratings) == 12
+
+
+def test_a_lineage_file_without_ids_is_refused_by_name(tmp_path):
+    run = _write_run(tmp_path, with_tasks=False, objectives=1)
+    run.lineage_path.write_text('not,a\n"bad', encoding="utf-8")
+    with pytest.raises(RunDirectoryError, match="lineage.csv: no 'id' column"):
+        load_run_data(run.path)
 
 
 @pytest.mark.parametrize("name", ["lineage", "operators"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -203,4 +204,14 @@ def test_resume_before_the_first_checkpoint_starts_over(reference, tmp_path):
     runner.close()  # killed before any step: a run directory without checkpoints
     assert latest_checkpoint(RunDirectory(out).checkpoints_dir) is None
     _invoke("resume", str(out), "--no-plots")
+    assert _snapshot(out) == _snapshot(reference)
+
+
+def test_resume_without_a_checkpoint_says_it_discards_logged_steps(reference, tmp_path, caplog):
+    out = tmp_path / "lost"
+    shutil.copytree(reference, out)
+    shutil.rmtree(RunDirectory(out).checkpoints_dir)
+    with caplog.at_level("WARNING", logger="redqueen.experiments.runner"):
+        _invoke("resume", str(out), "--no-plots")
+    assert f"the {STEPS} step(s) in its logs are discarded" in caplog.text
     assert _snapshot(out) == _snapshot(reference)
