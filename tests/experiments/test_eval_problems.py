@@ -38,6 +38,11 @@ def test_outputs_are_computed_in_the_sandbox_when_absent(tmp_path, executor) -> 
     assert [r["task"] for r in rows] == ["code_o", "code_o", "code_i"]
 
 
+def test_a_given_output_is_kept_in_the_sandbox_s_spelling(tmp_path, executor) -> None:
+    row = {"program": "def f(x):\n    return [x, x]", "input": "1", "output": "[1,1]"}
+    assert read_problem_file(_write(tmp_path / "p.jsonl", [row]), executor)[0]["output"] == "[1, 1]"
+
+
 def test_suite_judges_like_the_rewards(tmp_path, executor) -> None:
     suite = ProblemFileSuite.from_file(_write(tmp_path / "mine.jsonl", ROWS), executor)
     assert suite.name == "problems-mine"
@@ -62,6 +67,8 @@ def test_suite_judges_like_the_rewards(tmp_path, executor) -> None:
         ('{"program": "def f(x): return x", "input": "1)("}', ":2:"),
         ('{"program": "import os\\ndef f(x): return x", "input": "1"}', "not a valid task"),
         ('{"program": "def f(x): return 1 // x", "input": "0"}', "runtime_error"),
+        ('{"program": "def f(x): return x + 1", "input": "1", "output": "1"}', "returns '2'"),
+        ('{"program": "import os\\ndef f(x): return x", "input": "1", "output": "1"}', "banned_import"),
     ],
 )
 def test_bad_lines_are_named(tmp_path, executor, line, named) -> None:

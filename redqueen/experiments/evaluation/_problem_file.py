@@ -2,8 +2,8 @@
 
 Each line is an object with ``program`` (source defining ``f``) and ``input`` (the argument list
 as written inside ``f(...)``), and optionally ``task`` (``code_o``, the default, or ``code_i``),
-``output`` (the ``repr`` of ``f(input)``; computed in the sandbox when absent), ``id`` and
-``level``. ``redqueen eval RUN --problems FILE.jsonl`` measures every member and the base model
+``output`` (the ``repr`` of ``f(input)``; computed in the sandbox, and checked against it when
+given), ``id`` and ``level``. ``redqueen eval RUN --problems FILE.jsonl`` measures every member and the base model
 on it, so generalisation can be checked on programs written by hand rather than by the
 corpus generator.
 """
@@ -25,11 +25,12 @@ _KEYS = {"program", "input", "output", "task", "id", "level"}
 
 
 def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
-    """Rows of a problem file, each with its gold output (computed in ``executor`` if absent).
+    """Rows of a problem file, each with its gold output as the sandbox computes it.
 
-    Programs without an output are validated like a teacher's proposal
+    Every program is validated like a teacher's proposal
     (:func:`~redqueen.verifiers.validate_programs`: static checks, two sandboxed runs that must
-    agree), so a bad program is reported rather than scored.
+    agree), so a bad program is reported rather than scored, and a given ``output`` must equal
+    (as a Python literal) what the program returns.
 
     Raises:
         ValueError: ``"FILE:LINE: ..."`` naming the first bad line and what is wrong with it.
@@ -72,16 +73,30 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
         rows.append(row)
     if not rows:
         raise ValueError(f"{path}: no problems")
-    missing = [row for row in rows if "output" not in row]
-    if missing:
-        verdicts = validate_programs([(r["program"], [r["input"]]) for r in missing], executor)
-        for row, verdict in zip(missing, verdicts, strict=True):
-            if not verdict.ok:
-                raise ValueError(
-                    f"{path}:{row['line']}: program is not a valid task ({verdict.reason.value}: {verdict.detail})"
-                )
-            row["output"] = verdict.outputs[0]
+    verdicts = validate_programs([(r["program"], [r["input"]]) for r in rows], executor)
+    for row, verdict in zip(rows, verdicts, strict=True):
+        where = f"{path}:{row['line']}"
+        if not verdict.ok:
+            raise ValueError(
+                f"{where}: program is not a valid task ({verdict.reason.value}: {verdict.detail})"
+            )
+        computed = verdict.outputs[0]
+        if "output" in row and not _same_literal(row["output"], computed, parse_literal):
+            raise ValueError(
+                f"{where}: field 'output' is {row['output']!r}, but the program returns {computed!r}"
+            )
+        row["output"] = computed
     return rows
+
+
+def _same_literal(given: str, computed: str, parse_literal: Any) -> bool:
+    """Whether two ``repr`` strings denote the same value (``[1,2]`` and ``[1, 2]`` do)."""
+    if given.strip() == computed:
+        return True
+    try:
+        return bool(parse_literal(given) == parse_literal(computed))
+    except Exception:  # a value the literal parser cannot rebuild: compare the text only
+        return False
 
 
 class ProblemFileSuite:
