@@ -43,6 +43,8 @@ class HFBackend:
         self._keep_kw = next(
             (k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None
         )
+        # Newer transformers name the key-value cache ``cache`` and deprecate ``past_key_values``.
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
 
     def adapters_changed(self, adapter_ids: Sequence[str]) -> None:
         """Nothing to refresh: this backend reads the host's factors at every batch."""
@@ -64,7 +66,7 @@ class HFBackend:
         if self._keep_kw is not None:
             inputs[self._keep_kw] = 1
         output = self.host.model(**inputs, use_cache=True)
-        return output.logits[:, -1, :], output.past_key_values
+        return output.logits[:, -1, :], output[self._cache_kw]
 
     @torch.inference_mode()
     def _generate_batch(
@@ -132,7 +134,7 @@ class HFBackend:
                     input_ids=next_tokens[:, None],
                     attention_mask=attention,
                     position_ids=positions,
-                    past_key_values=cache,
+                    **{self._cache_kw: cache},
                 )
 
         lengths_list = lengths.tolist()
