@@ -34,7 +34,7 @@ class LoRAGenome:
 
     Raises:
         ValueError: If there are no modules, the rank or alpha is not positive, or factors have
-            the wrong rank, are not 2-D, or differ in dtype or device.
+            the wrong rank, are not 2-D or not floating point, or differ in dtype or device.
     """
 
     __slots__ = ("_factors", "_rank", "_alpha", "_base_model")
@@ -64,6 +64,10 @@ class LoRAGenome:
             if a.ndim != 2 or b.ndim != 2:
                 raise ValueError(
                     f"LoRAGenome: module {name!r}: A and B must be 2-D, got {tuple(a.shape)} and {tuple(b.shape)}"
+                )
+            if not (a.is_floating_point() and b.is_floating_point()):
+                raise ValueError(
+                    f"LoRAGenome: module {name!r}: factors must be floating point, got {a.dtype} and {b.dtype}"
                 )
             if a.shape[0] != rank or b.shape[1] != rank:
                 raise ValueError(

@@ -301,6 +301,12 @@ def test_boundary_errors_are_clear():
         mutate("gaussian", p, rng=gen(0), fraction=0.0)
     with pytest.raises(ValueError, match="3 weights for 2 parents"):
         crossover("svd_merge", [p, genome(2)], weights=[1, 2, 3], rng=gen(0))
+    with pytest.raises(ValueError, match="weights must be finite"):
+        crossover("svd_merge", [p, genome(2)], weights=[float("nan"), 1], rng=gen(0))
+    with pytest.raises(TypeError, match=r"'gaussian': unknown parameter 'sigmaa' \(known: fraction, sigma\)"):
+        mutate("gaussian", p, rng=gen(0), sigmaa=0.1)
+    with pytest.raises(TypeError, match="'task_vector': unknown parameter 'tt'"):
+        crossover("task_vector", [p, genome(2)], rng=gen(0), tt=1.2)
     other = genome(2, shapes={**SHAPES, "l1.o": (8, 9)})
     with pytest.raises(GenomeMismatchError, match=r"'l1.o'.*\(8, 10\).*\(8, 9\)"):
         crossover("svd_merge", [p, other], rng=gen(0))

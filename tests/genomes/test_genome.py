@@ -89,6 +89,11 @@ def test_from_state_dict_rejects_foreign_dicts():
             "dtype",
         ),
         ({"m": (torch.zeros(2, 4, 1), torch.zeros(3, 2))}, {"rank": 2, "alpha": 1}, "2-D"),
+        (
+            {"m": (torch.zeros(2, 4, dtype=torch.int64), torch.zeros(3, 2, dtype=torch.int64))},
+            {"rank": 2, "alpha": 1},
+            "floating point",
+        ),
     ],
 )
 def test_constructor_rejects_bad_factors(factors, kwargs, message):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
@@ -57,6 +58,17 @@ def _check_finite(parent: LoRAGenome, where: str, label: str = "genome") -> None
         raise ValueError(f"{where}: the {label} has non-finite factors (nan or inf) in {listed}")
 
 
+def _check_param_names(registry: Registry[Any], name: str, params: Mapping[str, object], where: str) -> None:
+    """A TypeError naming an unknown keyword and the operator's known ones (when readable)."""
+    model = registry.params(name) if params else None
+    if model is None:
+        return
+    unknown = sorted(set(params) - set(model.model_fields))
+    if unknown:
+        known = ", ".join(sorted(model.model_fields)) or "none"
+        raise TypeError(f"{where}: unknown parameter {unknown[0]!r} (known: {known})")
+
+
 def _check_child(child: object, parent: LoRAGenome, where: str) -> LoRAGenome:
     if not isinstance(child, LoRAGenome):
         raise TypeError(f"{where} returned {type(child).__name__}, expected a LoRAGenome")
@@ -79,7 +91,8 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
 
     Raises:
         UnknownNameError: If ``name`` is not registered (the message lists the known names).
-        TypeError: If ``genome`` is not a LoRAGenome or ``rng`` not a torch.Generator.
+        TypeError: If ``genome`` is not a LoRAGenome, ``rng`` not a torch.Generator, or a
+            parameter name is not the operator's.
         ValueError: If a parameter is out of range, the parent's factors are not finite, or the
             operator broke the rank/alpha contract.
     """
@@ -88,6 +101,7 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
     if not isinstance(genome, LoRAGenome):
         raise TypeError(f"{where}: genome must be a LoRAGenome, got {type(genome).__name__}")
     _check_rng(rng, where)
+    _check_param_names(MUTATIONS, name, params, where)
     _check_finite(genome, where)
     return _check_child(operator(genome, rng=rng, **params), genome, where)
 
@@ -112,8 +126,9 @@ def crossover(
     Raises:
         UnknownNameError: If ``name`` is not registered.
         GenomeMismatchError: If the parents differ in modules, shapes or base model.
-        ValueError: If the number of weights differs from the number of parents, a parameter is
-            out of range, or a parent's factors are not finite.
+        TypeError: If a parameter name is not the operator's, or ``rng`` not a torch.Generator.
+        ValueError: If the number of weights differs from the number of parents, a weight is
+            not finite, a parameter is out of range, or a parent's factors are not finite.
     """
     operator = CROSSOVERS[name]
     where = f"crossover {name!r}"
@@ -121,6 +136,7 @@ def crossover(
     if not parents or not all(isinstance(p, LoRAGenome) for p in parents):
         raise TypeError(f"{where}: parents must be a non-empty sequence of LoRAGenome")
     _check_rng(rng, where)
+    _check_param_names(CROSSOVERS, name, params, where)
     for other in parents[1:]:
         parents[0].check_compatible(other)
     for index, parent in enumerate(parents):
@@ -129,6 +145,8 @@ def crossover(
         weights = [float(w) for w in weights]
         if len(weights) != len(parents):
             raise ValueError(f"{where}: got {len(weights)} weights for {len(parents)} parents")
+        if not all(math.isfinite(w) for w in weights):
+            raise ValueError(f"{where}: weights must be finite numbers, got {weights}")
     return _check_child(operator(parents, weights=weights, rng=rng, **params), parents[0], where)
 
 
