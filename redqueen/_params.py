@@ -55,6 +55,31 @@ def _signature_of(obj: Any) -> tuple[inspect.Signature, Callable[..., object] | 
         return None
 
 
+def unknown_keywords(
+    obj: Any, names: Collection[str], *, positional: int = 0, context: Collection[str] = ()
+) -> tuple[list[str], list[str]]:
+    """The ``names`` that ``obj`` cannot take as parameters, and those it can, both sorted.
+
+    Args:
+        obj: A registered function or class.
+        names: Keyword names a caller means to pass.
+        positional: How many leading arguments the caller fills by position (not parameters).
+        context: Keyword names the caller supplies itself (``rng``, ``weights``).
+
+    Nothing is unknown when ``obj`` takes ``**kwargs`` or has no readable signature.
+    """
+    found = _signature_of(obj)
+    if found is None:
+        return [], []
+    params = list(found[0].parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return [], []
+    keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    takes = {p.name for p in params[positional:] if p.kind in keyword and p.name not in context}
+    known = sorted(n for n in takes if not n.startswith("_"))
+    return sorted(set(names) - takes), known
+
+
 def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[BaseModel] | None:
     """A pydantic model of ``obj``'s keyword-only parameters (a class: its constructor's).
 

@@ -50,6 +50,25 @@ def test_select_checks_its_arguments():
     assert select("tournament", inds, 0, rng=np.random.default_rng(0)) == []
 
 
+def test_select_checks_parameter_names_and_declared_ranges():
+    inds = _population(4)
+    with pytest.raises(TypeError, match=r"unknown parameter 'tsize' \(known: tournsize\)"):
+        select("tournament", inds, 2, rng=np.random.default_rng(0), tsize=2)
+    with pytest.raises(ValueError, match="tournsize: input should be greater than or equal to 1"):
+        select("tournament", inds, 2, rng=np.random.default_rng(0), tournsize=0)
+    with pytest.raises(ValueError, match="crowding"):
+        select("nsga2", inds, 2, rng=np.random.default_rng(0), crowding="nope")
+
+
+def test_select_takes_the_operators_torch_generator_reproducibly():
+    import torch
+
+    inds = _population(8)
+    first = select("tournament", inds, 6, rng=torch.Generator().manual_seed(3))
+    assert first == select("tournament", inds, 6, rng=torch.Generator().manual_seed(3))
+    assert all(0 <= i < 8 for i in first)
+
+
 def test_nsga2_matches_pymoo_and_deap_fronts():
     for seed in range(5):
         inds = _population(20, m=2, seed=seed)

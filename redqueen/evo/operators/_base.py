@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
+from redqueen._params import unknown_keywords
 from redqueen._registry import Needs, Registry
 from redqueen.genomes import LoRAGenome, group_by_shape, lowrank_svd, split_factors
 
@@ -58,15 +59,11 @@ def _check_finite(parent: LoRAGenome, where: str, label: str = "genome") -> None
         raise ValueError(f"{where}: the {label} has non-finite factors (nan or inf) in {listed}")
 
 
-def _check_param_names(registry: Registry[Any], name: str, params: Mapping[str, object], where: str) -> None:
-    """A TypeError naming an unknown keyword and the operator's known ones (when readable)."""
-    model = registry.params(name) if params else None
-    if model is None:
-        return
-    unknown = sorted(set(params) - set(model.model_fields))
+def _check_param_names(operator: object, params: Mapping[str, object], where: str) -> None:
+    """A TypeError naming an unknown keyword and the operator's known ones."""
+    unknown, known = unknown_keywords(operator, params, positional=1, context=("rng", "weights"))
     if unknown:
-        known = ", ".join(sorted(model.model_fields)) or "none"
-        raise TypeError(f"{where}: unknown parameter {unknown[0]!r} (known: {known})")
+        raise TypeError(f"{where}: unknown parameter {unknown[0]!r} (known: {', '.join(known) or 'none'})")
 
 
 def _check_child(child: object, parent: LoRAGenome, where: str) -> LoRAGenome:
@@ -101,7 +98,7 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
     if not isinstance(genome, LoRAGenome):
         raise TypeError(f"{where}: genome must be a LoRAGenome, got {type(genome).__name__}")
     _check_rng(rng, where)
-    _check_param_names(MUTATIONS, name, params, where)
+    _check_param_names(operator, params, where)
     _check_finite(genome, where)
     return _check_child(operator(genome, rng=rng, **params), genome, where)
 
@@ -136,7 +133,7 @@ def crossover(
     if not parents or not all(isinstance(p, LoRAGenome) for p in parents):
         raise TypeError(f"{where}: parents must be a non-empty sequence of LoRAGenome")
     _check_rng(rng, where)
-    _check_param_names(CROSSOVERS, name, params, where)
+    _check_param_names(operator, params, where)
     for other in parents[1:]:
         parents[0].check_compatible(other)
     for index, parent in enumerate(parents):

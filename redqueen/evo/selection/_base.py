@@ -6,14 +6,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from redqueen._params import ParameterError, check_params, unknown_keywords
 from redqueen._registry import Registry
 
 #: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
 SELECTIONS: Registry[Callable[..., list[int]]] = Registry("selection", context=("rng",))
 
 
-def select(name: str, individuals: Sequence[Any], k: int, *, rng: np.random.Generator, **params: Any) -> list[int]:
+def select(
+    name: str, individuals: Sequence[Any], k: int, *, rng: np.random.Generator | torch.Generator, **params: Any
+) -> list[int]:
     """Choose ``k`` members (indices into ``individuals``, repeats allowed) with a registered scheme.
 
     Args:
@@ -21,17 +25,35 @@ def select(name: str, individuals: Sequence[Any], k: int, *, rng: np.random.Gene
         individuals: Candidates (:class:`redqueen.evo.Individual` or anything with the fields
             the scheme reads: ``fitness``, ``rating``, ``cases``, ``descriptor``).
         k: How many to choose.
-        rng: Source of every random choice, so a seed reproduces the selection.
+        rng: Source of every random choice, so a seed reproduces the selection: a
+            ``numpy.random.Generator``, or the ``torch.Generator`` the operators take (one draw
+            from it seeds a numpy generator).
         **params: Scheme parameters (``tournsize=3``, ``c=3.0``, ...).
 
     Raises:
         UnknownNameError: If no scheme has this name.
-        ValueError: If ``k`` is negative, there are no candidates, or the scheme misbehaves.
-        TypeError: If ``rng`` is not a ``numpy.random.Generator``.
+        ValueError: If ``k`` is negative, there are no candidates, a parameter is out of its
+            declared range, or the scheme misbehaves.
+        TypeError: If ``rng`` is neither generator, or a parameter name is not the scheme's.
     """
     fn = SELECTIONS[name]
+    if isinstance(rng, torch.Generator):
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=rng)))
     if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"select({name!r}): rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        raise TypeError(
+            f"select({name!r}): rng must be a numpy.random.Generator or a torch.Generator, "
+            f"got {type(rng).__name__}"
+        )
+    unknown, known = unknown_keywords(fn, params, positional=2, context=("rng",))
+    if unknown:
+        listed = ", ".join(known) or "none"
+        raise TypeError(f"select({name!r}): unknown parameter {unknown[0]!r} (known: {listed})")
+    model = SELECTIONS.params(name) if params else None
+    if model is not None and set(params) <= set(model.model_fields):
+        try:  # ranges and types declared in the scheme's signature (``tournsize >= 1``)
+            check_params(model, params)
+        except ParameterError as error:
+            raise ValueError(f"select({name!r}): {error}") from None
     if k < 0:
         raise ValueError(f"select({name!r}): k must be >= 0, got {k}")
     if k == 0:
