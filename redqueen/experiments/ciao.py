@@ -196,8 +196,11 @@ def ciao_command(
     seed: int = typer.Option(0, "--seed", help="Seed of the matches."),
 ) -> None:
     """CIAO matrix: members saved at snapshots against each other's generations; writes ciao.json and plots/ciao.png."""
+    from rich.console import Console
+
     try:
-        result = ciao_matrix(run_dir, pairs=pairs, seed=seed)
+        with Console(stderr=True).status(f"CIAO: playing {run_dir}'s snapshots against each other"):
+            result = ciao_matrix(run_dir, pairs=pairs, seed=seed)
     except (ValueError, KeyError, OSError) as error:
         text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
         raise _fail(text.splitlines()[0] if text else type(error).__name__) from None
