@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -321,6 +322,11 @@ def _master(t: Tensor, device: torch.device) -> Tensor:
 def _load_model(path: str, dtype: torch.dtype) -> nn.Module:
     major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
     key = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+    if path.startswith(("/", "./", "../", "~")):  # a local path, not a hub id
+        local = os.path.expanduser(path)
+        if not os.path.isdir(local):
+            raise ValueError(f"AdapterHost: cannot load model {path!r}: no such directory")
+        path = local
     try:
         return AutoModelForCausalLM.from_pretrained(path, **{key: dtype})
     except OSError as error:

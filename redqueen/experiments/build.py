@@ -273,6 +273,20 @@ def check_evolution_names(cfg: ExperimentConfig) -> None:
     check_config(cfg)
 
 
+def _check_device(cfg: ExperimentConfig) -> None:
+    """``model.device`` names a device this process has (Ray workers check their own)."""
+    import torch
+
+    try:
+        device = torch.device(cfg.model.device)
+    except (RuntimeError, ValueError) as error:
+        raise ConfigError(f"model.device: {cfg.model.device!r} is not a torch device ({error})") from None
+    if device.type == "cuda" and cfg.engine.workers < 1 and not torch.cuda.is_available():
+        raise ConfigError(
+            f"model.device: {cfg.model.device!r}, but torch {torch.__version__} sees no CUDA device"
+        )
+
+
 def build_environment(cfg: ExperimentConfig) -> Any:
     """Construct the environment a configuration describes.
 
@@ -288,6 +302,7 @@ def build_environment(cfg: ExperimentConfig) -> Any:
         ConfigError: If the environment name is unknown, or a setting does not fit it
             (one line naming the field).
     """
+    _check_device(cfg)
     if cfg.model.cpu_threads is not None and not cfg.model.device.startswith("cuda"):
         import torch
 

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from redqueen._registry import Registry
+from redqueen.experiments._yaml import safe_load
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _FIELD_MESSAGE = re.compile(r"^[A-Za-z_][\w.]*: ")
@@ -395,7 +396,7 @@ for _path in sorted(PRESET_DIR.glob("*.yaml")):
 
 def _read_yaml(path: Path, label: str) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = safe_load(path.read_text())
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -469,7 +470,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
         if not sep or not key or any(not part for part in key.split(".")):
             raise ConfigError(f"override {item!r}: expected dotted key=value, e.g. steps=2")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else None
+            value = safe_load(raw) if raw.strip() else None
         except yaml.YAMLError:
             value = raw
         parts = key.split(".")

@@ -33,6 +33,7 @@ from typing import IO, Any
 import yaml
 
 from redqueen.experiments._fsync import fsync_directory
+from redqueen.experiments._yaml import safe_load
 from redqueen.experiments.runlock import (
     SNAPSHOT_LOCK_FILE,
     RunDirectoryBusyError,
@@ -191,7 +192,7 @@ class RunDirectory:
         """
         self.require()
         try:
-            data = yaml.safe_load(self.config_path.read_bytes().decode("utf-8"))
+            data = safe_load(self.config_path.read_bytes().decode("utf-8"))
         except UnicodeDecodeError as error:
             raise RunDirectoryError(f"{self.config_path}: not UTF-8 text (byte {error.start})") from None
         except yaml.YAMLError as error:

@@ -50,6 +50,14 @@ def test_a_setup_failure_while_building_is_one_line(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+def test_cuda_without_a_cuda_device_is_named_before_the_model_loads(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    _bad(["run", "tiny", "--out", str(tmp_path / "r"), "--set", "model.device=cuda"],
+         "sees no CUDA device")
+    assert not (tmp_path / "r").exists()
+
+
 def test_missing_preset_and_file(tmp_path):
     _bad(["run", "no-such-preset", "--out", str(tmp_path / "r")], "unknown preset 'no-such-preset'")
     _bad(["run", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "r")], "missing.yaml")

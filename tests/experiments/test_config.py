@@ -179,6 +179,13 @@ def test_bad_yaml_files_name_the_file(tmp_path):
         load_config(wrong)
 
 
+def test_a_key_given_twice_is_refused_with_its_line(tmp_path):
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("base: tiny\nlearner:\n  lr: 0.1\n  epochs: 2\n  lr: 0.2\n")
+    with pytest.raises(ConfigError, match=r"twice.yaml: line 5 invalid YAML \(key 'lr' appears twice\)"):
+        load_config(twice)
+
+
 def test_user_file_can_start_from_a_preset(tmp_path):
     path = tmp_path / "mine.yaml"
     path.write_text("base: tiny\nsteps: 5\npopulation:\n  teachers: 2\n")
