@@ -29,7 +29,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def safe_load(text: str | bytes) -> Any:
+def safe_load(text: str | bytes) -> object:
     """``yaml.safe_load``, except that a key given twice in one mapping is an error.
 
     Raises:
