@@ -123,6 +123,32 @@ def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[
         return create_model(f"{name}_params", __config__=config, **fields)
 
 
+def check_scalar_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> None:
+    """Check the plain values (numbers, strings, booleans) among ``params`` against the fields
+    of ``model`` that they name: their declared types and ranges. Other values (arrays,
+    archives) and names ``model`` lacks are left to the callee.
+
+    Raises:
+        ParameterError: Naming the first bad key and what is wrong with it.
+    """
+    if model is None:
+        return
+    fields = model.model_fields
+    plain = {
+        key: value
+        for key, value in params.items()
+        if key in fields and isinstance(value, (bool, int, float, str))
+    }
+    if not plain:
+        return
+    config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
+    definitions: dict[str, Any] = {key: (fields[key].annotation, fields[key]) for key in plain}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sub = create_model(f"{model.__name__}_plain", __config__=config, **definitions)
+    check_params(sub, plain)
+
+
 def check_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[str, Any]:
     """Validate ``params`` against ``model``; returns the given keys with normalised values.
 

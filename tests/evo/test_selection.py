@@ -60,6 +60,14 @@ def test_select_checks_parameter_names_and_declared_ranges():
         select("nsga2", inds, 2, rng=np.random.default_rng(0), crowding="nope")
 
 
+def test_select_leaves_non_scalar_parameters_to_the_scheme():
+    inds = _population(4)
+    for ind in inds:
+        ind.descriptor = np.array([float(ind.fitness.values[0]), 0.0])
+    chosen = select("novelty", inds, 2, rng=np.random.default_rng(0), archive=[[0.0, 0.0]], neighbours=2)
+    assert len(chosen) == 2
+
+
 def test_select_takes_the_operators_torch_generator_reproducibly():
     import torch
 

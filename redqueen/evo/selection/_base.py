@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from redqueen._params import ParameterError, check_params, unknown_keywords
+from redqueen._params import ParameterError, check_scalar_params, unknown_keywords
 from redqueen._registry import Registry
 
 #: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
@@ -48,12 +48,10 @@ def select(
     if unknown:
         listed = ", ".join(known) or "none"
         raise TypeError(f"select({name!r}): unknown parameter {unknown[0]!r} (known: {listed})")
-    model = SELECTIONS.params(name) if params else None
-    if model is not None and set(params) <= set(model.model_fields):
-        try:  # ranges and types declared in the scheme's signature (``tournsize >= 1``)
-            check_params(model, params)
-        except ParameterError as error:
-            raise ValueError(f"select({name!r}): {error}") from None
+    try:  # plain values against the types and ranges the scheme declares (``tournsize >= 1``)
+        check_scalar_params(SELECTIONS.params(name) if params else None, params)
+    except ParameterError as error:
+        raise ValueError(f"select({name!r}): {error}") from None
     if k < 0:
         raise ValueError(f"select({name!r}): k must be >= 0, got {k}")
     if k == 0:
