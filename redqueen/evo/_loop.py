@@ -141,20 +141,7 @@ class EvolutionLoop:
             members = self.population.members(role)
             if cfg.cull_fraction <= 0 or not members:
                 continue
-            broken = [m for m in members if not _genome_is_finite(m.genome)]
-            if len(broken) == len(members):
-                raise RuntimeError(f"EvolutionLoop.replace: every {role} has a non-finite genome")
-            broken_ids = {m.id for m in broken}
-            healthy = [m for m in members if m.id not in broken_ids]
-            n = len(members)
-            n_cull = min(max(1, round(cfg.cull_fraction * n)), n - max(1, cfg.elitism))
-            ranked = [healthy[i] for i in self.rank(role, healthy)] if healthy else []
-            protected = {m.id for m in ranked[: cfg.elitism]}
-            protected.update(m.id for m in ranked if step - m.birth < cfg.grace)
-            cullable = [m for m in reversed(ranked) if m.id not in protected]  # worst first
-            culled = broken + cullable[: max(0, n_cull - len(broken))]
-            gone = {m.id for m in culled}
-            survivors = [m for m in ranked if m.id not in gone]
+            culled, survivors = self._cull(role, members, step)
             if not culled:
                 continue
             children = self._breed(role, survivors, len(culled), step)
@@ -169,6 +156,34 @@ class EvolutionLoop:
                 self._admit(child, step, ratings, (parents, survivor_ratings))
                 births.append(child)
         return births, deaths
+
+    def _cull(
+        self, role: str, members: list[Individual], step: int
+    ) -> tuple[list[Individual], list[Individual]]:
+        """Who of ``members`` dies this round, and the survivors best first.
+
+        Members with a non-finite genome die first; then the worst-ranked of the rest, up to
+        ``cull_fraction`` of the role, sparing the ``elitism`` best and those within ``grace``
+        steps of their birth, and always leaving at least one member.
+
+        Raises:
+            RuntimeError: If every member has a non-finite genome.
+        """
+        cfg = self.config
+        broken = [m for m in members if not _genome_is_finite(m.genome)]
+        if len(broken) == len(members):
+            raise RuntimeError(f"EvolutionLoop.replace: every {role} has a non-finite genome")
+        broken_ids = {m.id for m in broken}
+        healthy = [m for m in members if m.id not in broken_ids]
+        n = len(members)
+        n_cull = min(max(1, round(cfg.cull_fraction * n)), n - max(1, cfg.elitism))
+        ranked = [healthy[i] for i in self.rank(role, healthy)] if healthy else []
+        protected = {m.id for m in ranked[: cfg.elitism]}
+        protected.update(m.id for m in ranked if step - m.birth < cfg.grace)
+        cullable = [m for m in reversed(ranked) if m.id not in protected]  # worst first
+        culled = broken + cullable[: max(0, n_cull - len(broken))]
+        gone = {m.id for m in culled}
+        return culled, [m for m in ranked if m.id not in gone]
 
     def snapshot(self, step: int) -> list[FrozenMember]:
         """Freeze every living member into :attr:`hall` as of ``step`` (steps completed)."""
