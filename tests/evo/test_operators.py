@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -325,3 +327,13 @@ def test_cuda_genomes_with_a_cpu_generator_match_cpu(kind, name):
         torch.testing.assert_close(
             on_gpu.delta_weight(n).cpu(), on_cpu.delta_weight(n), rtol=1e-6, atol=1e-8
         )
+
+
+def test_gaussian_perturbs_a_single_entry_factor_without_a_nan_scale():
+    a, b = torch.tensor([[2.0]]), torch.tensor([[-3.0]])
+    parent = LoRAGenome({"m": (a, b)}, rank=1, alpha=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # std() of one entry warns and is nan
+        child = mutate("gaussian", parent, rng=gen(0), fraction=1.0, sigma=0.5)
+    ca, cb = child.factors("m")
+    assert child.is_finite() and float(ca) != 2.0 and float(cb) != -3.0

@@ -27,6 +27,11 @@ def _rms(t: Tensor) -> float:
     return float(t.detach().float().pow(2).mean().sqrt())
 
 
+def _spread(t: Tensor) -> float:
+    """A factor's standard deviation; its RMS when it has a single entry (no spread to take)."""
+    return float(t.detach().float().std()) if t.numel() > 1 else _rms(t)
+
+
 @MUTATIONS.register("gaussian")
 def gaussian(
     genome: LoRAGenome,
@@ -37,8 +42,9 @@ def gaussian(
 ) -> LoRAGenome:
     """Layer-selective Gaussian noise: perturb both factors of a random fraction of modules.
 
-    Each chosen factor gets N(0, (sigma * std(factor))^2) noise, so the step size follows the
-    factor's own scale and layers of different width are perturbed alike. A factor that is all
+    Each chosen factor gets N(0, (sigma * std(factor))^2) noise (a single-entry factor: its
+    absolute value in place of the std), so the step size follows the factor's own scale and
+    layers of different width are perturbed alike. A factor that is all
     zero (B of a fresh PEFT adapter) has no scale and stays zero; use ``lowrank_noise`` there.
 
     Args:
@@ -53,8 +59,8 @@ def gaussian(
     factors = {}
     for name, (a, b) in genome.items():
         if name in chosen:
-            a = _noisy(a, sigma * float(a.detach().float().std()), rng)
-            b = _noisy(b, sigma * float(b.detach().float().std()), rng)
+            a = _noisy(a, sigma * _spread(a), rng)
+            b = _noisy(b, sigma * _spread(b), rng)
         factors[name] = (a, b)
     return genome.replace(factors)
 
