@@ -317,6 +317,47 @@ def plot(per_run_series: dict[str, list[dict[str, list[float]]]], path: Path) ->
     plt.close(fig)
 
 
+#: Endpoints drawn by :func:`plot_endpoints`, with their axis labels.
+ENDPOINT_PANELS = (
+    ("L1", "L1 held-out pass@1 change"),
+    ("E1", "E1 AST nodes / step"),
+    ("E2", "E2 base solve rate / step"),
+    ("E3_variance", "E3 detrended solve variance"),
+    ("E3_saturation", "E3 saturated share"),
+    ("E4", "E4 coverage cells / step"),
+)
+
+
+def plot_endpoints(result: dict[str, Any], path: Path) -> None:
+    """Each endpoint per condition: one dot per seed, the mean with its 95% bootstrap CI."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    conditions = list(result["per_seed"])
+    fig, axes = plt.subplots(1, len(ENDPOINT_PANELS), figsize=(3.0 * len(ENDPOINT_PANELS), 3.4))
+    for ax, (key, label) in zip(axes, ENDPOINT_PANELS, strict=True):
+        for x, cond in enumerate(conditions):
+            values = [row[key] for row in result["per_seed"][cond].values() if key in row]
+            jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else [0.0]
+            ax.plot(x + np.asarray(jitter), values, "o", color="0.6", markersize=3)
+            est = result["estimates"].get(cond, {}).get(key)
+            if est is not None:
+                ax.errorbar([x + 0.3], [est["estimate"]], fmt="s", color=f"C{x}", markersize=5,
+                            yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
+                            capsize=3)
+        ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+        ax.set_xticks(range(len(conditions)), conditions, rotation=30, ha="right", fontsize=8)
+        ax.set_title(label, fontsize=9)
+    seeds = ", ".join(str(s) for s in result.get("seeds", []))
+    fig.suptitle(f"arms race endpoints (seeds {seeds}; grey: per seed, square: mean, 95% CI)",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _series(run_dir: Path, steps: int) -> dict[str, list[float]]:
     metrics = _read_jsonl(run_dir / "metrics.jsonl")
     tasks = _read_jsonl(run_dir / "tasks.jsonl")
@@ -367,8 +408,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="keep run directories in --workdir that already reached --steps (a checkpoint at "
         "the last step and one metrics row per step); rerun the others",
     )
+    parser.add_argument(
+        "--replot",
+        action="store_true",
+        help="only redraw <name>_endpoints.png from the existing <name>.json in --out (no runs)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.replot:
+        saved = json.loads((args.out / f"{args.name}.json").read_text())
+        plot_endpoints(saved, args.out / f"{args.name}_endpoints.png")
+        return saved
 
     jobs = [(c, s, args.workdir / f"{c}-seed{s}") for c in args.conditions for s in args.seeds]
     seconds: dict[str, float] = {}
@@ -420,6 +470,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
     plot(series, args.out / f"{args.name}.png")
+    plot_endpoints(result, args.out / f"{args.name}_endpoints.png")
     print(
         json.dumps(
             {
