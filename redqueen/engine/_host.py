@@ -83,7 +83,8 @@ class AdapterHost:
             model = tiny_coder_path()
         if isinstance(model, PreTrainedModel):
             self.model_path = str(getattr(model, "name_or_path", "") or type(model).__name__)
-            self.model = model.to(device=self.device, dtype=dtype)
+            # ``PreTrainedModel.to`` is wrapped by functools.wraps, whose stub leaves it unbound.
+            self.model = model.to(device=self.device, dtype=dtype)  # type: ignore[call-arg]
             if tokenizer is None:
                 raise ValueError(
                     "AdapterHost: pass tokenizer= when model is an already built model"

@@ -358,9 +358,9 @@ def learn(
         if gen.token_ids:
             per_adapter[owner].append(
                 Rollout(
-                    prompt_ids=list(gen.prompt_ids),
-                    token_ids=list(gen.token_ids),
-                    logprobs=list(gen.logprobs),
+                    prompt_ids=tuple(gen.prompt_ids),
+                    token_ids=tuple(gen.token_ids),
+                    logprobs=tuple(gen.logprobs),
                     advantage=float(adv),
                 )
             )

@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from redqueen.engine import HostProtocol, LearnerProtocol
 from redqueen.environments._accounting import learning_metrics, member_accounting
 from redqueen.environments._codegame import (
+    GameSettings,
     PlayedTask,
     grade,
     grade_base,
@@ -28,8 +30,10 @@ from redqueen.environments._codegame import (
 )
 from redqueen.environments._domain import TaskDomain
 from redqueen.environments._game_stats import match_scores, step_metrics, task_rows
+from redqueen.environments._members import MemberBook
 from redqueen.environments.base import Environment, StepRecord
-from redqueen.environments.task_buffer import TaskBuffer, buffer_size
+from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
+from redqueen.fitness import StudentReward, TeacherReward
 
 
 class GameEnv(Environment):
@@ -48,6 +52,21 @@ class GameEnv(Environment):
 
     #: The task domain the game is played on.
     domain: TaskDomain[Any, Any, Any]
+    host: HostProtocol
+    learner: LearnerProtocol
+    #: The sandbox executor (local, or a cluster host's); ``None`` once closed.
+    executor: Any
+    #: One task buffer shared by the proposers, or one per proposer.
+    buffer: TaskBuffer | TaskBuffers
+    settings: GameSettings
+    #: Population, lineage, ratings and the adapters that follow them.
+    book: MemberBook
+    #: Signatures of the valid tasks proposed so far.
+    signatures: set[str]
+    py_rng: random.Random
+    np_rng: np.random.Generator
+    teacher_reward: TeacherReward
+    student_reward: StudentReward
 
     #: Whether small whitening groups pool across adapters of a role (see ``learn``); a
     #: baseline of independent agents sets it to ``False``.

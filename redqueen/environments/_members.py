@@ -17,7 +17,7 @@ import torch
 
 from redqueen.environments._codegame import PlayedTask
 from redqueen.environments._game_stats import member_stats
-from redqueen.evo import EvolutionLoop, Individual, Lineage, Population
+from redqueen.evo import EvolutionLoop, Individual, Lineage, Population, descriptor_matrix
 from redqueen.fitness import (
     Objectives,
     RatingSystem,
@@ -168,7 +168,9 @@ class MemberBook:
             std=std,
             base_model=str(self.host.model_path),
         )
-        ind = Individual(self.population.new_id(role), role, genome, self.objectives[role].weights)
+        weights = self.objectives[role].weights
+        assert weights is not None  # Objectives fills its default weights when made
+        ind = Individual(self.population.new_id(role), role, genome, weights)
         self.evolution.found(ind, self.ratings if self.rated else None)
         self.refresh()
         return ind
@@ -260,7 +262,7 @@ class MemberBook:
                 cases = np.asarray(per_type or [0.0] * len(self.task_types), dtype=float)
                 ind.cases = cases
                 ind.descriptor = cases.copy()
-            descriptors = np.vstack([ind.descriptor for ind in members])
+            descriptors = descriptor_matrix(members)
             for ind, score in zip(members, novelty_scores(descriptors, k=3), strict=True):
                 ind.objectives["novelty"] = float(score)
             if role in self.objectives:
@@ -287,7 +289,7 @@ class MemberBook:
         for role in roles:
             members = self.population.members(role)
             geno.append(genotypic_diversity([ind.genome for ind in members]))
-            beha.append(behavioural_diversity(np.vstack([ind.descriptor for ind in members])))
+            beha.append(behavioural_diversity(descriptor_matrix(members)))
             objectives = self.objectives.get(role)
             if objectives is not None and len(objectives.names) > 1:
                 metrics[f"hypervolume/{role}"] = self._hypervolume(role, members, objectives)
@@ -307,7 +309,8 @@ class MemberBook:
         """Rows of ``ratings.jsonl`` for every living member (mu, sigma, lcb ``None`` when unrated)."""
         rows = []
         for ind in self.population.living:
-            mu, sigma = self.ratings.get(ind.id) if self.rated else (None, None)
+            rating = self.ratings.get(ind.id) if self.rated else None
+            mu, sigma = rating if rating is not None else (None, None)
             rows.append(
                 {
                     "step": step,
@@ -315,7 +318,7 @@ class MemberBook:
                     "role": ind.role,
                     "mu": mu,
                     "sigma": sigma,
-                    "lcb": None if mu is None else conservative_rating(mu, sigma),
+                    "lcb": None if rating is None else conservative_rating(*rating),
                     "objectives": dict(ind.objectives),
                 }
             )

@@ -140,7 +140,8 @@ class SurrogateMembers:
 
     def finish_step(self, step: int) -> tuple[list[str], list[str]]:
         """Replacement when due, ratings synced, snapshot when due, lineage fitness; ``(births, deaths)``."""
-        births, deaths = [], []
+        births: list[str] = []
+        deaths: list[str] = []
         if self.replacement.due(step):
             born, deaths = self.evolution.replace(step + 1, self.ratings)
             births = [b.id for b in born]

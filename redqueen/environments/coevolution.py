@@ -188,7 +188,9 @@ class CoevolutionEnv(GameEnv):
                 self.ratings.record_against(teacher, frozen[student], *scores)
             else:
                 self.ratings.record_score(teacher, student, *scores)
-        self.signatures.update(item.signature for item in played if item.valid)
+        self.signatures.update(
+            item.signature for item in played if item.valid and item.signature is not None
+        )
         self.book.observe(played)
 
         births: list[str] = []

@@ -166,7 +166,9 @@ class SelfPlayEnv(GameEnv):
         played, learner_stats = self._play(
             pairs, step, proposer_role="propose", solver_role="solve"
         )
-        self.signatures.update(item.signature for item in played if item.valid)
+        self.signatures.update(
+            item.signature for item in played if item.valid and item.signature is not None
+        )
         self.book.observe(played)
         self.book.refresh()
         if self.replacement.snapshot_due(step):

@@ -22,7 +22,7 @@ import torch
 
 from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, one_thread
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
-from redqueen.evo import ReplacementConfig
+from redqueen.evo import Individual, ReplacementConfig, descriptor_matrix
 from redqueen.fitness import (
     Objectives,
     PFSPMatchmaker,
@@ -131,7 +131,9 @@ class SurrogateEnv(SurrogateMembers, Environment):
         self.step_count = 0
         self._skipped_updates = 0  # of the last step
         for role, size in (("teacher", teachers), ("student", students)):
-            self.found_members(role, size, self.objectives[role].weights,
+            weights = self.objectives[role].weights
+            assert weights is not None  # Objectives fills its default weights when made
+            self.found_members(role, size, weights,
                                lambda: LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
                                                          std=init_std, base_model="surrogate-mlp"))
         self._pool = None
@@ -211,13 +213,13 @@ class SurrogateEnv(SurrogateMembers, Environment):
         for (tid, sid), probe, (tasks, valid, answers, err) in zip(pairs, probes, games, strict=True):
             seen[tid].partner = sid
             statuses = self._statuses(answers, err)
-            rates = []
+            rates: list[float] = []
             for j in range(self.n_tasks):
                 ok = bool(valid[j])
                 rho = float((statuses[:, j] == "correct").mean()) if ok else None
                 reward = self.teacher_reward(ok, rho)
                 seen[tid].add(reward, rho, tasks[j] if ok else None, probe[j])
-                if ok:
+                if rho is not None:  # the task is valid
                     rates.append(rho)
                     seen[sid].add(float(np.mean([self.student_reward(s) for s in statuses[:, j]])), rho, tasks[j], None)
                 rows.append(self._task_row(step, tid, sid, tasks[j], ok, rho))
@@ -323,9 +325,16 @@ class SurrogateEnv(SurrogateMembers, Environment):
     def _learn(self, seen: dict[str, _Seen]) -> None:
         """One gradient step per member that played; genomes are replaced, never edited."""
         members = [ind for ind in self.population.living if seen[ind.id].probes or seen[ind.id].tasks]
-        items = [(ind.role, ind.genome,
-                  self.genome_of(seen[ind.id].partner) if ind.role == "teacher" else None,
-                  seen[ind.id].probes, seen[ind.id].tasks) for ind in members]
+
+        def partner_genome(ind: Individual) -> LoRAGenome | None:
+            if ind.role != "teacher":
+                return None
+            partner = seen[ind.id].partner
+            assert partner is not None  # a teacher that met tasks was matched with a student
+            return self.genome_of(partner)
+
+        items = [(ind.role, ind.genome, partner_genome(ind), seen[ind.id].probes, seen[ind.id].tasks)
+                 for ind in members]
         self._skipped_updates = 0
         for ind, genome in zip(members, self._map("update", items), strict=True):
             if genome is None:  # non-finite loss or gradient: counted in the step's metrics
@@ -363,7 +372,7 @@ class SurrogateEnv(SurrogateMembers, Environment):
             ind.descriptor = np.array([obj["solve_rate"], second])
         for role in ROLES:
             members = self.population.members(role)
-            scores = novelty_scores(np.vstack([m.descriptor for m in members]), k=3)
+            scores = novelty_scores(descriptor_matrix(members), k=3)
             for ind, score in zip(members, scores, strict=True):
                 ind.objectives["novelty"] = float(score)
 
@@ -382,7 +391,7 @@ class SurrogateEnv(SurrogateMembers, Environment):
         for role in ROLES:
             members = self.population.members(role)
             geno.append(genotypic_diversity([m.genome for m in members]))
-            beha.append(behavioural_diversity(np.vstack([m.descriptor for m in members])))
+            beha.append(behavioural_diversity(descriptor_matrix(members)))
         return {
             "step": float(step),
             "solve_rate": _mean([r["solve_rate"] for r in valid]),
@@ -426,7 +435,7 @@ class _Seen:
     def __init__(self) -> None:
         self.rewards: list[float] = []
         self.rates: list[float] = []
-        self.tasks: list[torch.Tensor] = []
+        self.tasks: list[torch.Tensor | None] = []  # None: a teacher's invalid task
         self.probes: list[torch.Tensor] = []
         self.partner: str | None = None
 
@@ -441,5 +450,5 @@ class _Seen:
 
 
 def _mean(values: Sequence[float | None]) -> float:
-    values = [v for v in values if v is not None]
-    return float(np.mean(values)) if values else 0.0
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else 0.0

@@ -1,6 +1,7 @@
 """Evolution core: individuals, populations, lineage, selection, the evolution loop, interop.
 
-- :class:`Individual` (with a DEAP-compatible :class:`Fitness`), :class:`Population`.
+- :class:`Individual` (with a DEAP-compatible :class:`Fitness`), :class:`Population`;
+  :func:`descriptor_matrix`, the members' behaviour descriptors as one matrix.
 - :class:`Lineage`: every birth and death; ALife phylogeny CSV; networkx; phylogenetic diversity.
 - :mod:`redqueen.evo.selection`: ``select(name, individuals, k, *, rng)`` and :data:`SELECTIONS`.
 - :mod:`redqueen.evo.operators`: variation operators on LoRA genomes.
@@ -14,7 +15,7 @@
 from __future__ import annotations
 
 from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
-from redqueen.evo._individual import Fitness, Individual
+from redqueen.evo._individual import Fitness, Individual, descriptor_matrix
 from redqueen.evo._lineage import Lineage, LineageRecord
 from redqueen.evo._loop import EvolutionLoop, MemberListener
 from redqueen.evo._population import Population
@@ -32,5 +33,6 @@ __all__ = [
     "MemberListener",
     "Population",
     "ReplacementConfig",
+    "descriptor_matrix",
     "newborn_rating",
 ]

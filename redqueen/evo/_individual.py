@@ -108,3 +108,17 @@ class Individual:
     def __repr__(self) -> str:
         fit = self.fitness.values if self.fitness.valid else ()
         return f"Individual(id={self.id!r}, role={self.role!r}, fitness={fit!r}, rating={self.rating!r})"
+
+
+def descriptor_matrix(members: Sequence[Individual]) -> np.ndarray:
+    """``(n, d)`` behaviour descriptors of ``members``, one row each, for novelty and diversity.
+
+    Raises:
+        ValueError: If a member has no descriptor yet, or there are no members.
+    """
+    rows = []
+    for ind in members:
+        if ind.descriptor is None:
+            raise ValueError(f"member {ind.id!r} has no behaviour descriptor")
+        rows.append(ind.descriptor)
+    return np.vstack(rows)

@@ -55,7 +55,8 @@ class LineageKeeper:
             genome = crossover(name, [p.genome for p in parents], rng=self.torch_rng, **params)
         first = parents[0]
         if len(parents) == 1 and self.is_pending(first) and not self.is_clone(first):
-            chain = first.operator_params if "+" in (first.operator or "") else {first.operator: first.operator_params}
+            assert first.operator is not None  # a pending child that is no clone was made by vary
+            chain = first.operator_params if "+" in first.operator else {first.operator: first.operator_params}
             first.operator_params = {**chain, name: params}
             first.operator = f"{first.operator}+{name}"
             first.genome = genome

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
-from redqueen.evo._individual import Individual
+from redqueen.evo._individual import Individual, descriptor_matrix
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newborn_rating
@@ -286,7 +286,7 @@ class EvolutionLoop:
             parents, scheme = self._elites(role, parents, scheme), {}
         picks = select(self.config.selection, parents, sum(arity), rng=self.rng, **scheme)
         if archive is not None:
-            archive.add(np.vstack([p.descriptor for p in parents]))
+            archive.add(descriptor_matrix(parents))
         children, offset = [], 0
         for op, a in zip(ops, arity, strict=True):
             chosen = sorted(picks[offset : offset + a])  # parents are ranked: best first

@@ -12,7 +12,7 @@ from redqueen.experiments.config import ConfigError, ExperimentConfig
 __all__ = ["build_games", "own_settings"]
 
 
-def own_settings(cls: type) -> list[str]:
+def own_settings(cls: type[object]) -> list[str]:
     """The keyword-only settings of the environment class ``cls``."""
     return [
         p.name

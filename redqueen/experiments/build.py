@@ -28,6 +28,7 @@ def _teacher_reward(cfg: ExperimentConfig) -> Any:
     from redqueen.fitness import TeacherReward
 
     reward = cfg.environment.teacher_reward
+    assert reward.extreme is not None  # the config's validator fills it from the variant
     return TeacherReward(invalid=reward.invalid, extreme=float(reward.extreme))
 
 
@@ -112,6 +113,7 @@ def game_settings(cfg: ExperimentConfig) -> Any:
     from redqueen.environments._codegame import GameSettings
 
     env = cfg.environment
+    assert env.task_types is not None  # the config's validator fills the domain's task types
     return GameSettings(
         task_types=tuple(env.task_types),
         tasks_per_teacher=env.tasks_per_teacher,

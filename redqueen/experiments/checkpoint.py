@@ -199,12 +199,15 @@ def save_checkpoint(
         raise CheckpointError(f"{staging}: cannot create ({error.strerror or error})") from None
     for name, data in files.items():
         _write_synced(staging / name, data)
+    sizes = {str(k): int(v) for k, v in offsets.items()}
+    bookkeeping = dict(extra or {})
+    digests = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
     meta = {
         "format": CHECKPOINT_FORMAT,
         "step": int(step),
-        "offsets": {str(k): int(v) for k, v in offsets.items()},
-        "extra": dict(extra or {}),
-        "sha256": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+        "offsets": sizes,
+        "extra": bookkeeping,
+        "sha256": digests,
     }
     _write_synced(staging / META_FILE, json.dumps(meta, indent=1).encode())
     fsync_directory(staging)
@@ -217,8 +220,7 @@ def save_checkpoint(
         for _, old in steps[:-keep]:
             _retire(old)
     remove_partial_checkpoints(root)
-    return Checkpoint(target, int(step), dict(meta["offsets"]), dict(meta["extra"]),
-                      CHECKPOINT_FORMAT, dict(meta["sha256"]))
+    return Checkpoint(target, int(step), dict(sizes), dict(bookkeeping), CHECKPOINT_FORMAT, dict(digests))
 
 
 def _retire(path: Path) -> None:

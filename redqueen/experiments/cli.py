@@ -94,7 +94,8 @@ def _root(
         configure_logging(log_level)
 
 
-def _plugin_option(action: str) -> typer.models.OptionInfo:
+def _plugin_option(action: str) -> Any:
+    # Typed as typer.Option is (Any), so that it stands as the default of a list[str] parameter.
     return typer.Option(
         None,
         "--plugin",

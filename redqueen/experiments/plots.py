@@ -226,7 +226,7 @@ def plot_pareto(data: RunData) -> Figure:
         front_ax.set_ylabel(names[1])
         front_ax.set_title(f"{role}: Pareto front at step {last_step:g} (first two objectives)")
         front_ax.legend(fontsize="small")
-        steps = sorted({_number(r.get("step")) for r in rows} - {None})
+        steps = sorted({s for r in rows if (s := _number(r.get("step"))) is not None})
         volumes = []
         for step in steps:
             at = _configured_matrix([r for r in rows if _number(r.get("step")) == step], names)

@@ -350,10 +350,10 @@ def start_run(
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise RunError(f"run directory {target} already exists and is not empty")
-    created = target.parent
-    while not created.parent.exists():
-        created = created.parent  # the outermost folder this call creates, removed on failure
-    created = created if not created.exists() else None
+    outermost = target.parent
+    while not outermost.parent.exists():
+        outermost = outermost.parent  # the outermost folder this call creates, removed on failure
+    created = outermost if not outermost.exists() else None
     staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
     env: Environment | None = None
     lock: RunLock | None = None
@@ -437,7 +437,7 @@ def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int |
                 raise ConfigError(f"--steps {steps}: {' '.join(str(error).split())}") from None
         state = ckpt.load_state() if ckpt is not None else None
         env = build_environment(config)
-        if state is not None:
+        if ckpt is not None and state is not None:
             try:
                 env.load_state_dict(state)
             except Exception as error:

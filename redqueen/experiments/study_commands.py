@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str | Exception) -> typer.Exit:
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
     return typer.Exit(2)
 

@@ -71,7 +71,9 @@ def parse_grid(specs: Sequence[str]) -> dict[str, list[str]]:
 
 def _split_top_level(text: str) -> list[str]:
     """Split at commas outside brackets, braces and quotes: ``"1,{a: 1, b: 2}"`` -> 2 values."""
-    parts, depth, quote, current = [], 0, "", []
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
     for ch in text:
         if quote:
             quote = "" if ch == quote else quote
@@ -251,9 +253,12 @@ def run_sweep(
     finally:
         if started_here:
             ray.shutdown()
-    failed = [r for r in results if r.error is not None]
+    # ResultGrid is indexed, not iterable by declaration.
+    failed = [results[i] for i in range(len(results)) if results[i].error is not None]
     if failed:
-        path = failed[0].config["trial"]["path"]
+        config = failed[0].config
+        assert config is not None  # Tune reports every trial with the config it ran
+        path = config["trial"]["path"]
         raise RuntimeError(f"sweep trial {path} failed: {type(failed[0].error).__name__}: {failed[0].error}")
     groups: dict[str, list[Path]] = {}
     for trial in trials:

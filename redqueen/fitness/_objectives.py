@@ -81,6 +81,7 @@ class Objectives:
 
     def assign(self, individuals: Iterable[Any]) -> None:
         """Set each member's ``fitness`` (weights and values) from this objective vector."""
+        assert self.weights is not None  # __post_init__ fills the default weights
         for ind in individuals:
             ind.fitness = Fitness(self.weights, self.vector(ind))
 

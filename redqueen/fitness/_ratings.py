@@ -53,6 +53,12 @@ class RatingSystem:
         beta: float | None = None,
         tau: float = 25.0 / 300.0,
     ) -> None:
+        self._configure(mu, sigma, model=model, beta=beta, tau=tau)
+
+    def _configure(
+        self, mu: float, sigma: float, *, model: str, beta: float | None, tau: float
+    ) -> None:
+        """Set the settings and forget every rating (the constructor, and a checkpoint's load)."""
         if model not in _MODELS:
             raise ValueError(f"RatingSystem.model must be one of {sorted(_MODELS)}, got {model!r}")
         if sigma <= 0:
@@ -157,7 +163,7 @@ class RatingSystem:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
-        self.__init__(state["mu"], state["sigma"], model=state["model"], beta=state["beta"], tau=state["tau"])
+        self._configure(state["mu"], state["sigma"], model=state["model"], beta=state["beta"], tau=state["tau"])
         self._ratings = {k: (float(v[0]), float(v[1])) for k, v in state["ratings"].items()}
 
     def _rating(self, id: str | tuple[float, float]):  # noqa: A002

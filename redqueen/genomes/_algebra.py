@@ -32,8 +32,8 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
 def group_by_shape(shapes: Mapping[str, tuple[int, int]]) -> dict[tuple[int, int], list[str]]:
     """Module names grouped by ``(out, in)``, so equal shapes can be stacked into one batch."""
     groups: dict[tuple[int, int], list[str]] = {}
-    for name, shape in shapes.items():
-        groups.setdefault(tuple(shape), []).append(name)
+    for name, (out_features, in_features) in shapes.items():
+        groups.setdefault((out_features, in_features), []).append(name)
     return groups
 
 
@@ -91,7 +91,8 @@ def lowrank_svd_many(
     if method == "auto":
         method = "gram" if on_gpu else "qr"
     small_on_cpu = True if small_on_cpu is None else small_on_cpu
-    prepared, smalls = [], []
+    prepared: list[tuple[Tensor, Tensor]] = []
+    smalls: list[tuple[Tensor, ...]] = []  # (core,) for QR, (Gram of b, Gram of a) for Gram
     for b, a in pairs:
         dtype = compute_dtype(b.dtype)
         b, a = b.to(dtype), a.to(dtype)

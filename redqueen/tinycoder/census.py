@@ -158,7 +158,7 @@ def execute_sample(level: int, k: int, executor: Executor, *, seed: int = 0) -> 
     results = executor.execute_many(
         [(instrument(p.source) + _STEP_COUNTER, f"_census_steps({i})") for p, i in kept]
     )
-    steps = [int(r.value) for r in results if r.ok]
+    steps = [int(r.value) for r in results if r.ok and r.value is not None]
     return len(kept) / max(k, 1), sum(steps) / max(len(steps), 1)
 
 

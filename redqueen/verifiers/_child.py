@@ -155,7 +155,9 @@ def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, tok
             os.setresgid(_NOBODY, _NOBODY, _NOBODY)
             os.setresuid(_NOBODY, _NOBODY, _NOBODY)
         if ruleset >= 0:
-            server.landlock.restrict(ruleset)
+            landlock = server.landlock
+            assert landlock is not None  # a ruleset is prepared only with Landlock
+            landlock.restrict(ruleset)
             os.close(ruleset)
         if server.seccomp is not None:
             server.seccomp.install()

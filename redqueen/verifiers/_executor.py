@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import IO
 
 from ._reply import MAX_REPLY_BYTES, UNREADABLE, ExecResult, checked_reply
 
@@ -54,8 +55,11 @@ class _Server:
             start_new_session=True,
             close_fds=True,
         )
-        self.rfd = self.proc.stdout.fileno()
-        self.wfd = self.proc.stdin.fileno()
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self.stdin: IO[bytes] = self.proc.stdin
+        self.stdout: IO[bytes] = self.proc.stdout
+        self.rfd = self.stdout.fileno()
+        self.wfd = self.stdin.fileno()
         hello = self.recv(time.monotonic() + _STARTUP_TIMEOUT)
         if not isinstance(hello, dict) or hello.get("ready") is not True:
             self.kill()
@@ -64,7 +68,8 @@ class _Server:
         self.features: dict[str, bool] = {
             str(k): v is True for k, v in (features.items() if isinstance(features, dict) else ())
         }
-        self.pid: int = hello.get("pid") if type(hello.get("pid")) is int else self.proc.pid
+        pid = hello.get("pid")
+        self.pid: int = pid if type(pid) is int else self.proc.pid
 
     def send(self, message: dict) -> None:
         data = json.dumps(message).encode()
@@ -105,14 +110,14 @@ class _Server:
     def close(self, wait: float = 2.0) -> None:
         """Ask the server to exit (EOF on its stdin); kill it if it does not."""
         try:
-            self.proc.stdin.close()
+            self.stdin.close()
         except OSError:
             pass
         try:
             self.proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             self.kill()
-        self.proc.stdout.close()
+        self.stdout.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
     def kill(self) -> None:
@@ -123,7 +128,7 @@ class _Server:
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.root, ignore_errors=True)
-        for stream in (self.proc.stdin, self.proc.stdout):
+        for stream in (self.stdin, self.stdout):
             try:
                 stream.close()
             except OSError:

@@ -128,8 +128,8 @@ class Zygote:
         signal.signal(signal.SIGALRM, self._on_alarm)
         socket_module = sys.modules.get("socket")
         if socket_module is not None:  # children inherit the refusal
-            socket_module.socket = socket_module.socketpair = refuse_socket
-            socket_module.create_connection = socket_module.create_server = refuse_socket
+            for name in ("socket", "socketpair", "create_connection", "create_server"):
+                setattr(socket_module, name, refuse_socket)
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.prctl = self.libc.prctl
         self.server_pid = os.getpid()
@@ -170,7 +170,9 @@ class Zygote:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
         if self.seccomp is not None:
-            self.seccomp = Seccomp(build_filter(allow_fs_writes=False))
+            program = build_filter(allow_fs_writes=False)
+            assert program is not None  # this platform had a filter, so it has this one too
+            self.seccomp = Seccomp(program)
             self.seccomp.warm_up()
 
     def _warm_up(self) -> None:
@@ -187,7 +189,9 @@ class Zygote:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _probe_landlock(self) -> None:
-        self.landlock.restrict(self.landlock.prepare(self.temp_root, self.readable))
+        landlock = self.landlock
+        assert landlock is not None  # probed only when the kernel offers Landlock
+        landlock.restrict(landlock.prepare(self.temp_root, self.readable))
 
     def _fresh_workdir(self) -> None:
         """(Re)create the private working directory and its Landlock ruleset."""
@@ -336,7 +340,7 @@ class Zygote:
             self.held = []
             return
         span = range(blocks)
-        held = [[object() for _ in span], [float(i) + 0.5 for i in span]]
+        held: list[list[object]] = [[object() for _ in span], [float(i) + 0.5 for i in span]]
         held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
         self.held = held
 

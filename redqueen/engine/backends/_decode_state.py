@@ -8,12 +8,18 @@ column and the output index) on the device. One state serves every call of the s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor
 
 from redqueen.engine.backends._decoder import StaticDecoder
 from redqueen.engine.backends._device_sampler import DeviceSampler
 from redqueen.engine.backends._lora_stack import LoRARouting
+
+if TYPE_CHECKING:
+    # What torch.cuda.graph_pool_handle returns; importing it at run time makes an import cycle.
+    from torch.cuda import _POOL_HANDLE
 
 __all__ = ["DecodeState"]
 
@@ -98,7 +104,11 @@ class DecodeState:
         return fixed
 
     def graph(
-        self, sampler: DeviceSampler, route: LoRARouting | None, version: int, pool: object
+        self,
+        sampler: DeviceSampler,
+        route: LoRARouting | None,
+        version: int,
+        pool: _POOL_HANDLE | None,
     ) -> torch.cuda.CUDAGraph:
         """The captured decode step for this sampling mode and LoRA layout (captured once).
 

@@ -45,7 +45,9 @@ def reinforce_step(
     loss = -(advantage * log_prob).mean()
     params = [t for pair in factors.values() for t in pair]
     grads = torch.autograd.grad(loss, params)
-    norm = torch.sqrt(sum((g**2).sum() for g in grads))
+    squares = sum((g**2).sum() for g in grads)
+    assert isinstance(squares, torch.Tensor)  # a genome has factors, so there are gradients
+    norm = torch.sqrt(squares)
     scale = lr * min(1.0, max_grad_norm / float(norm + 1e-12))
     it = iter(grads)
     return genome.replace(

@@ -75,7 +75,7 @@ def cycling(solver_score: Sequence[Sequence[float]], *, margin: float = 0.0) -> 
     return cyclic / (n * (n - 1) * (n - 2) / 6)
 
 
-def focusing(progress: Sequence[float]) -> float:
+def focusing(progress: Sequence[float] | np.ndarray) -> float:
     """How much of the progress sits on one dimension: ``(s - 1/n) / (1 - 1/n)`` where ``s`` is
     the largest share of the absolute progress; 0 when progress is spread evenly (or absent,
     or there is one dimension), 1 when it is all on one dimension."""

@@ -14,7 +14,7 @@ from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.games._base import GAMES, Game
 from redqueen.environments.games._measures import objective_measures
 from redqueen.environments.games._reinforce import reinforce_step
-from redqueen.evo import ReplacementConfig
+from redqueen.evo import ReplacementConfig, descriptor_matrix
 from redqueen.fitness import (
     Objectives,
     PFSPMatchmaker,
@@ -117,9 +117,9 @@ class GamesEnv(SurrogateMembers, Environment):
             if value < 1:
                 raise ValueError(f"{name}: must be >= 1, got {value}")
         scales = dict(exploration=exploration, domain=domain, max_grad_norm=max_grad_norm)
-        for name, value in scales.items():
-            if not value > 0:
-                raise ValueError(f"{name}: must be > 0, got {value}")
+        for name, scale in scales.items():
+            if not scale > 0:
+                raise ValueError(f"{name}: must be > 0, got {scale}")
         self.game = game if isinstance(game, Game) else GAMES[game](**dict(game_params or {}))
         self.game_name = next(
             (n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__
@@ -147,7 +147,9 @@ class GamesEnv(SurrogateMembers, Environment):
                                      std=init_std, base_model="surrogate-games-mlp")
 
         for role, size in (("teacher", teachers), ("student", students)):
-            self.found_members(role, size, self.objectives[role].weights, founder)
+            weights = self.objectives[role].weights
+            assert weights is not None  # Objectives fills its default weights when made
+            self.found_members(role, size, weights, founder)
         self.origin = self.points("student").mean(0)  # where the founding students stand
 
     # -- the model -------------------------------------------------------------------------
@@ -199,7 +201,8 @@ class GamesEnv(SurrogateMembers, Environment):
             paid = torch.where(correct, self.student_reward.correct, self.student_reward.wrong)
             ok_all, rho_all = valid.tolist(), correct.float().mean(0).tolist()
             student_paid = paid.mean(0).tolist()
-            match_rates, teacher_paid = [], []
+            match_rates: list[float] = []
+            teacher_paid: list[float] = []
             for j, ok in enumerate(ok_all):
                 rho = rho_all[j] if ok else None
                 reward = self.teacher_reward(ok, rho)
@@ -207,7 +210,7 @@ class GamesEnv(SurrogateMembers, Environment):
                     reward = (
                         1.0 - self.game.coupling
                     ) * reward + self.game.coupling * student_paid[j]
-                    match_rates.append(rho)
+                    match_rates.append(rho_all[j])
                 teacher_paid.append(reward)
                 rows.append(
                     {
@@ -300,7 +303,7 @@ class GamesEnv(SurrogateMembers, Environment):
             members = self.population.members(role)
             for ind, score in zip(
                 members,
-                novelty_scores(np.vstack([m.descriptor for m in members]), k=3),
+                novelty_scores(descriptor_matrix(members), k=3),
                 strict=True,
             ):
                 ind.objectives["novelty"] = float(score)
@@ -318,7 +321,7 @@ class GamesEnv(SurrogateMembers, Environment):
         self.difficulty_history = [*self.difficulty_history, difficulty][-self.window :]
         progress = (students.mean(0) - self.origin).numpy()
         diversity = [
-            behavioural_diversity(np.vstack([m.descriptor for m in self.population.members(r)]))
+            behavioural_diversity(descriptor_matrix(self.population.members(r)))
             for r in ROLES
         ]
         return {

@@ -15,15 +15,21 @@ from redqueen.genomes import LoRAGenome, group_by_shape, lowrank_svd, split_fact
 
 
 class Mutation(Protocol):
-    """A mutation: ``(genome, *, rng, **params) -> child`` with the genome's rank and alpha."""
+    """A mutation: ``(genome, *, rng, **params) -> child`` with the genome's rank and alpha.
 
-    def __call__(
-        self, genome: LoRAGenome, *, rng: torch.Generator, **params: float
-    ) -> LoRAGenome: ...
+    The protocol names only the arguments every mutation takes; each operator adds its own
+    keyword parameters with defaults, which :func:`mutate` passes through.
+    """
+
+    def __call__(self, genome: LoRAGenome, *, rng: torch.Generator) -> LoRAGenome: ...
 
 
 class Crossover(Protocol):
-    """A crossover: ``(parents, *, weights, rng, **params) -> child`` with the first parent's rank and alpha."""
+    """A crossover: ``(parents, *, weights, rng, **params) -> child`` with the first parent's rank and alpha.
+
+    The protocol names only the arguments every crossover takes; each operator adds its own
+    keyword parameters with defaults, which :func:`crossover` passes through.
+    """
 
     def __call__(
         self,
@@ -31,7 +37,6 @@ class Crossover(Protocol):
         *,
         weights: Sequence[float] | None,
         rng: torch.Generator,
-        **params: float,
     ) -> LoRAGenome: ...
 
 

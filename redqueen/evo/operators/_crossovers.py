@@ -269,6 +269,7 @@ def ties(
             dw = torch.where(dw.abs() >= thresh, dw, torch.zeros_like(dw))
             stack.append(dw)
             total = dw if total is None else total + dw
+        assert total is not None  # parents[0] exists, so the loop ran
         sign = torch.sign(total)
         count = torch.zeros_like(total)
         agree_sum = torch.zeros_like(total)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -106,7 +106,7 @@ def best_first(keys: np.ndarray) -> np.ndarray:
     return np.lexsort(tuple(-keys[:, j] for j in reversed(range(keys.shape[1]))))
 
 
-def cycle(order: Sequence[int], k: int) -> list[int]:
+def cycle(order: Iterable[int], k: int) -> list[int]:
     """The first ``k`` entries of ``order`` repeated as often as needed."""
-    order = list(order)
-    return [order[i % len(order)] for i in range(k)]
+    entries = list(order)
+    return [entries[i % len(entries)] for i in range(k)]

@@ -59,6 +59,16 @@ class GridArchive:
         ranges: Sequence[float] | Sequence[Sequence[float]] = (0.0, 1.0),
         qd_score_offset: float = 0.0,
     ) -> None:
+        self._configure(dims=dims, ranges=ranges, qd_score_offset=qd_score_offset)
+
+    def _configure(
+        self,
+        *,
+        dims: int | Sequence[int],
+        ranges: Sequence[float] | Sequence[Sequence[float]],
+        qd_score_offset: float,
+    ) -> None:
+        """Set the settings and empty the archive (the constructor, and a checkpoint's load)."""
         self._dims_spec, self._ranges_spec = dims, ranges
         self.qd_score_offset = float(qd_score_offset)
         self._elites: dict[tuple[int, ...], tuple[float, Any]] = {}
@@ -149,7 +159,7 @@ class GridArchive:
         """Restore what :meth:`state_dict` returned."""
         from redqueen.evo._population import member_from_state
 
-        self.__init__(dims=state["dims"], ranges=state["ranges"], qd_score_offset=state["qd_score_offset"])
+        self._configure(dims=state["dims"], ranges=state["ranges"], qd_score_offset=state["qd_score_offset"])
         for cell, q, row in state["elites"]:
             if self._shape is None:
                 self._setup(len(cell))

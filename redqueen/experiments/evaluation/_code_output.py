@@ -60,7 +60,7 @@ class CodeOutputSuite:
         from redqueen.verifiers import make_task
         from redqueen.verifiers.formats import solve_prompt
 
-        problems = []
+        problems: list[Problem] = []
         for index, row in enumerate(frozen_problems()):
             if self.levels is not None and row["level"] not in self.levels:
                 continue

@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -20,6 +20,9 @@ from redqueen.experiments.evaluation._contestants import (
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore
 from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make_suite
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
+
+if TYPE_CHECKING:
+    from redqueen.genomes import LoRAGenome
 
 _log = logging.getLogger(__name__)
 
@@ -157,11 +160,11 @@ def evaluate_run(
     return report
 
 
-def _read_genomes(contestants: Sequence[Contestant]) -> list[Any]:
+def _read_genomes(contestants: Sequence[Contestant]) -> list[LoRAGenome | None]:
     """Each contestant's genome (``None`` for the bare base model), read before any model loads."""
     from redqueen.genomes import LoRAGenome
 
-    genomes = []
+    genomes: list[LoRAGenome | None] = []
     for contestant in contestants:
         if contestant.adapter is None:
             genomes.append(None)

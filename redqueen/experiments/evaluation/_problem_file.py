@@ -11,7 +11,7 @@ corpus generator.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,7 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
         where = f"{path}:{row['line']}"
         if not verdict.ok:
             raise ValueError(
-                f"{where}: program is not a valid task ({verdict.reason.value}: {verdict.detail})"
+                f"{where}: program is not a valid task ({verdict.reason}: {verdict.detail})"
             )
         computed = verdict.outputs[0]
         if "output" in row and not _same_literal(row["output"], computed, parse_literal):
@@ -137,7 +137,7 @@ class ProblemFileSuite:
         return cls(read_problem_file(path, executor), name=f"problems-{Path(path).stem}")
 
     @staticmethod
-    def _task(row: dict[str, Any]):
+    def _task(row: Mapping[str, Any]):
         from redqueen.verifiers import make_task
 
         return make_task(row["task"], row["program"], (row["input"],), (row["output"],))

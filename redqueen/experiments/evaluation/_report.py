@@ -51,6 +51,11 @@ class Summary:
     weakest: MemberScore
 
 
+def _bounds(interval: Interval | None) -> list[float] | None:
+    """``[low, high]`` of an interval, as ``eval_<suite>.json`` holds it."""
+    return None if interval is None else [interval.low, interval.high]
+
+
 def summarize(scores: Sequence[MemberScore]) -> Summary | None:
     """Mean, best and weakest member of ``scores`` (``None`` when empty); ties go to the first."""
     if not scores:
@@ -133,15 +138,15 @@ class EvalReport:
         ]
         summaries = {"all": self.summary()}
         summaries.update({role: self.summary(role) for role in self.roles()})
-        intervals = {"all": self.mean_interval()}
-        intervals.update({role: self.mean_interval(role) for role in self.roles()})
+        intervals = {"all": _bounds(self.mean_interval())}
+        intervals.update({role: _bounds(self.mean_interval(role)) for role in self.roles()})
         data["summary"] = {
             name: None
             if summary is None
             else {
                 "n_members": summary.n_members,
                 "mean": summary.mean,
-                "mean_ci95": None if intervals[name] is None else [intervals[name].low, intervals[name].high],
+                "mean_ci95": intervals[name],
                 "best": {"member": summary.best.member, "pass_at_1": summary.best.pass_at_1},
                 "weakest": {
                     "member": summary.weakest.member,
