@@ -14,6 +14,7 @@ validates a parameter mapping against it with a one-line error naming the key, a
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 import typing
@@ -141,12 +142,18 @@ def check_scalar_params(model: type[BaseModel] | None, params: Mapping[str, Any]
     }
     if not plain:
         return
+    check_params(_plain_model(model, tuple(sorted(plain))), plain)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_model(model: type[BaseModel], keys: tuple[str, ...]) -> type[BaseModel]:
+    """The fields ``keys`` of ``model`` as a model of their own (built once per pair)."""
+    fields = model.model_fields
     config = ConfigDict(arbitrary_types_allowed=True, protected_namespaces=())
-    definitions: dict[str, Any] = {key: (fields[key].annotation, fields[key]) for key in plain}
+    definitions: dict[str, Any] = {key: (fields[key].annotation, fields[key]) for key in keys}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sub = create_model(f"{model.__name__}_plain", __config__=config, **definitions)
-    check_params(sub, plain)
+        return create_model(f"{model.__name__}_plain", __config__=config, **definitions)
 
 
 def check_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[str, Any]:
