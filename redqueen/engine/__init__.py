@@ -4,7 +4,8 @@
   adapters enter and leave as :class:`~redqueen.genomes.LoRAGenome`; mixed-adapter batched
   generation (per-row adapter, gathered factors, batched matmuls, KV cache).
 - :class:`SamplingParams`, :class:`Generation`: what generation takes and returns.
-- :data:`BACKENDS`, :class:`GenerationBackend`: decoders behind the host (``"hf"`` built in).
+- :data:`BACKENDS`, :class:`GenerationBackend`: decoders behind the host (``"hf"`` and
+  ``"static"`` built in; ``"auto"``, the default, is ``"static"`` on CUDA and ``"hf"`` elsewhere).
 - :class:`HostProtocol`, :class:`LearnerProtocol`, :class:`StepStats`: the seams an environment
   uses; :class:`AdapterHost` and :class:`Learner` implement them on one process,
   :mod:`redqueen.engine.distributed`'s ``RayAdapterHost`` and ``RayLearner`` on a cluster.

@@ -73,7 +73,7 @@ class CoevolutionEnv(GameEnv):
         *,
         model: str | Path | None = "tiny-coder",
         host: Any = None,
-        backend: str = "hf",
+        backend: str = "auto",
         device: str = "cpu",
         dtype: str | None = None,
         target_modules: Sequence[str] | None = None,

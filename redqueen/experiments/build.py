@@ -178,6 +178,7 @@ def _game_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
             kl_coef=lrn.kl_coef,
             epochs=lrn.epochs,
             minibatches=lrn.minibatches,
+            micro_batch_size=lrn.micro_batch_size,
         ),
         "executor": {
             "workers": env.executor.workers,

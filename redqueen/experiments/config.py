@@ -49,7 +49,8 @@ class ModelConfig(_Section):
 
     Attributes:
         name: A Hugging Face model id, a local path, or ``"tiny-coder"`` (the shipped model).
-        backend: Generation backend name (see ``redqueen.engine.BACKENDS``).
+        backend: Generation backend name (see ``redqueen.engine.BACKENDS``); ``"auto"`` is
+            ``"static"`` on CUDA and ``"hf"`` elsewhere.
         device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
         dtype: Weight dtype; ``None`` keeps the checkpoint's.
         target_modules: Linear modules that carry LoRA factors; ``None`` means every linear projection.
@@ -59,7 +60,7 @@ class ModelConfig(_Section):
     """
 
     name: str = "tiny-coder"
-    backend: str = "hf"
+    backend: str = "auto"
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
     target_modules: tuple[str, ...] | None = None
@@ -300,6 +301,7 @@ class LearnerSettings(_Section):
     kl_coef: float = Field(0.0, ge=0)
     epochs: int = Field(1, ge=1)
     minibatches: int = Field(1, ge=1)
+    micro_batch_size: int = Field(16, ge=1)
 
 
 class SamplingConfig(_Section):

@@ -204,3 +204,22 @@ def test_batches_larger_than_max_batch_size_are_chunked(tiny_coder_dir, host):
     chunked = small.generate(PROMPTS, adapter_ids, GREEDY)
     whole = host.generate(PROMPTS, adapter_ids, GREEDY)
     assert [g.token_ids for g in chunked] == [g.token_ids for g in whole]
+
+
+def test_auto_backend_is_hf_on_the_cpu(tiny_model_dir):
+    assert AdapterHost(tiny_model_dir).backend_name == "hf"
+    assert AdapterHost(tiny_model_dir, backend="static").backend_name == "static"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the CUDA default needs a CUDA device")
+def test_auto_backend_is_static_on_cuda_and_decodes_as_hf_does(tiny_model_dir):
+    # float32, so that the two decoders' tokens agree exactly (bf16 rounding can flip an argmax).
+    auto = AdapterHost(tiny_model_dir, device="cuda", dtype=torch.float32)
+    hf = AdapterHost(tiny_model_dir, device="cuda", dtype=torch.float32, backend="hf")
+    assert auto.backend_name == "static"
+    for h in (auto, hf):
+        h.add_adapter("a", random_genome(h, 0))
+    rows = ["a", None, "a", None]
+    assert [g.token_ids for g in auto.generate(PROMPTS, rows, GREEDY)] == [
+        g.token_ids for g in hf.generate(PROMPTS, rows, GREEDY)
+    ]

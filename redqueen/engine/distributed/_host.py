@@ -73,7 +73,7 @@ class RayAdapterHost:
         device: str = "cpu",
         dtype: str | None = None,
         target_modules: Sequence[str] | None = None,
-        backend: str = "hf",
+        backend: str = "auto",
         address: str | None = None,
         cpus_per_worker: float = 1.0,
         gpus_per_worker: float | None = None,

@@ -44,7 +44,7 @@ class HostWorker(SandboxMixin):
         device: str = "cpu",
         dtype: str | None = None,
         target_modules: Sequence[str] | None = None,
-        backend: str = "hf",
+        backend: str = "auto",
         learner: LearnerConfig | None = None,
         cpu_threads: int | None = None,
         max_batch_size: int = 64,

@@ -122,7 +122,7 @@ def evaluate_run(
             device=device,
             dtype=getattr(torch, dtype) if dtype else None,
             target_modules=section.get("target_modules"),
-            backend=section.get("backend", "hf"),
+            backend=section.get("backend", "auto"),
         )
     if batch_size is None:
         batch_size = int(getattr(host, "max_batch_size", 32))
