@@ -12,6 +12,8 @@
 - :class:`Learner`, :class:`LearnerConfig`, :class:`LearnerStats`: REINFORCE++ with a
   PPO-clipped ratio, one adapter at a time, per-adapter AdamW state.
 - :class:`Rollout`, :func:`whiten_advantages`, :func:`whiten_pooled`: the learner's input.
+- :func:`exact_kl_from_base`: an adapter's exact full-vocabulary KL from the base model on a
+  fixed reference set (to match a random-adapter null's size to a trained adapter's).
 - :func:`tiny_coder_path`: folder of the shipped default base model (from :mod:`redqueen.assets`).
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 from redqueen.assets import tiny_coder_path
 from redqueen.engine._host import DEFAULT_TARGET_MODULES, AdapterHost
 from redqueen.engine._learner import Learner, LearnerConfig, LearnerStats
+from redqueen.engine._learner_probes import exact_kl_from_base
 from redqueen.engine._lora_layer import MultiLoRALinear
 from redqueen.engine._protocols import HostProtocol, LearnerProtocol, StepStats
 from redqueen.engine._rollout import MIN_WHITEN_GROUP, Rollout, whiten_advantages, whiten_pooled
@@ -42,6 +45,7 @@ __all__ = [
     "Rollout",
     "SamplingParams",
     "StepStats",
+    "exact_kl_from_base",
     "tiny_coder_path",
     "whiten_advantages",
     "whiten_pooled",

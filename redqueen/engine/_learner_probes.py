@@ -1,4 +1,5 @@
-"""How far an adapter has moved from the base model: :func:`kl_from_base`, :func:`weight_change`.
+"""How far an adapter has moved from the base model: :func:`kl_from_base`, :func:`weight_change`
+and :func:`exact_kl_from_base`.
 
 Both are logged after every learner step, so that a run shows whether its inner loop learns
 at all: a learning-rate-0 control gives exactly 0 for both (with ``peft`` founders, B = 0).
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from redqueen.engine._host import AdapterHost
     from redqueen.engine._learner import Learner
 
-__all__ = ["kl_from_base", "weight_change"]
+__all__ = ["exact_kl_from_base", "kl_from_base", "weight_change"]
 
 #: Squared norm of each frozen base weight, computed once per layer.
 _BASE_NORMS: weakref.WeakKeyDictionary[MultiLoRALinear, float] = weakref.WeakKeyDictionary()
@@ -83,3 +84,56 @@ def weight_change(host: AdapterHost, adapter_id: str) -> float:
             _BASE_NORMS[layer] = float(layer.weight.float().pow(2).sum())
         base += _BASE_NORMS[layer]
     return (max(delta, 0.0) ** 0.5) / (base**0.5) if base > 0 else 0.0
+
+
+@torch.no_grad()
+def exact_kl_from_base(
+    host: AdapterHost,
+    adapter_id: str,
+    sequences: Sequence[Sequence[int]],
+    *,
+    batch_size: int = 16,
+) -> float:
+    """Mean exact KL(adapter || base model) of the next-token distributions over ``sequences``.
+
+    Unlike :func:`kl_from_base` (a one-sample estimate on the adapter's own rollouts, cheap
+    and heavy-tailed), this sums over the whole vocabulary at every position of a fixed
+    reference set, so two adapters can be compared at the same KL: the quantity to match when
+    a random-adapter null is scaled to a trained adapter's size.
+
+    Args:
+        host: The host holding the base model and the adapter.
+        adapter_id: The adapter.
+        sequences: Token id sequences (e.g. prompt and answer); every position but the last
+            of each predicts the next token and counts once.
+        batch_size: Sequences per forward pass.
+
+    Returns:
+        Nats per position (0 if no sequence has two tokens).
+
+    Raises:
+        KeyError: If the host has no adapter ``adapter_id``.
+    """
+    if adapter_id not in host.adapter_ids:
+        raise KeyError(f"exact_kl_from_base: no adapter {adapter_id!r}")
+    rows = [list(s) for s in sequences if len(s) >= 2]
+    total, count = 0.0, 0
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start : start + batch_size]
+        width = max(len(r) for r in chunk)
+        ids = torch.full((len(chunk), width), host.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(chunk), width), dtype=torch.long)
+        for i, r in enumerate(chunk):
+            ids[i, : len(r)] = torch.tensor(r)
+            attention[i, : len(r)] = 1
+        ids, attention = ids.to(host.device), attention.to(host.device)
+        logp = {}
+        for name in (adapter_id, None):
+            with host.use_adapter(name):
+                logits = host.model(input_ids=ids, attention_mask=attention, use_cache=False).logits
+            logp[name] = torch.log_softmax(logits[:, :-1].float(), dim=-1)  # (batch, width-1, vocab)
+        kl = (logp[adapter_id].exp() * (logp[adapter_id] - logp[None])).sum(-1)  # (batch, width-1)
+        valid = attention[:, 1:].bool()
+        total += float(torch.where(valid, kl, 0.0).sum())
+        count += int(valid.sum())
+    return total / count if count else 0.0

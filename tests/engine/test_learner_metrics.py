@@ -98,3 +98,26 @@ def test_pooling_rule_uses_the_finest_group_large_enough():
     assert whiten_pooled([1.0, 1.0], [(("x",),)] * 2)[0] == [0.0, 0.0]
     with pytest.raises(ValueError, match="levels"):
         whiten_pooled([1.0, 1.0], [(("x",),), (("x",), ("y",))])
+
+
+def test_exact_kl_is_zero_for_the_base_and_grows_with_the_adapter(tiny_model_dir):
+    from redqueen.engine import AdapterHost, exact_kl_from_base
+    from redqueen.genomes import LoRAGenome
+
+    host = AdapterHost(tiny_model_dir)
+    genome = LoRAGenome.random(
+        host.module_shapes, rank=4, alpha=8.0, rng=torch.Generator().manual_seed(0),
+        init="gaussian", std=0.05,
+    )
+    host.add_adapter("x", genome)
+    seqs = [host.tokenizer(t)["input_ids"] for t in ("def f(x):\n    return x", "ab = [1, 2]")]
+    kls = []
+    for c in (0.0, 0.5, 1.0, 2.0):
+        host.set_adapter("x", genome.replace({n: (a, c * b) for n, (a, b) in genome.items()}))
+        kls.append(exact_kl_from_base(host, "x", seqs, batch_size=1))
+    assert kls[0] == pytest.approx(0.0, abs=1e-7)
+    assert 0 < kls[1] < kls[2] < kls[3]
+    # Small perturbations: KL grows about quadratically in the scale of the update.
+    assert kls[2] / kls[1] == pytest.approx(4.0, rel=0.3)
+    with pytest.raises(KeyError, match="no adapter"):
+        exact_kl_from_base(host, "missing", seqs)
