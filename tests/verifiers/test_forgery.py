@@ -26,6 +26,7 @@ def _judged_wrong(executor, source: str) -> bool:
     result = executor.execute(source + "\ndef f(x):\n    return 0", "f(3)")
     return not (result.ok and literal_equal(result.value, "6"))
 
+
 FORGERIES = {
     # The reproductions: write to the result pipe, then fail.
     "json_to_fd3_then_raise": f"import os\nos.write(3, {FORGED_JSON.encode()!r})\nos.close(3)\n"
@@ -38,8 +39,7 @@ FORGERIES = {
     f"os.write(3, {FORGED_JSON.encode()!r})\nos._exit(0)",
     # Variants: a frame then an exit or a raise, patched runner.
     "own_frame_then_exit": f"import os\nos.write(3, {FORGED_FRAME!r})\nos._exit(0)",
-    "own_frame_then_raise": f"import os\nos.write(3, {FORGED_FRAME!r})\n"
-    "raise AssertionError",
+    "own_frame_then_raise": f"import os\nos.write(3, {FORGED_FRAME!r})\nraise AssertionError",
     "runner_encoder_patched": "import sys\n"
     "for name in ('_verdict', '_child', 'redqueen.verifiers._verdict'):\n"
     "    m = sys.modules.get(name)\n"
