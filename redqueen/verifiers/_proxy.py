@@ -20,6 +20,7 @@ from __future__ import annotations
 import builtins
 import os
 import struct
+from typing import Any
 
 if __package__:
     from ._literals import LiteralParseError, format_args, parse_args, parse_literal
@@ -117,8 +118,9 @@ def serve_calls(source: str, entry_point: str, calls: int, replies: int, max_cha
     Runs in the candidate's (untrusted) process; if loading fails, every call is answered with
     that error.
     """
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     failure = None
+    function: Any = None
     try:
         exec(compile(source, "<program>", "exec"), namespace)
         function = namespace[entry_point]
