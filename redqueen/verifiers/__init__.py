@@ -2,7 +2,9 @@
 
 Execution:
     :class:`Executor`: fork-server sandbox running untrusted programs in parallel
-        (``execute``, ``execute_many``); :class:`ExecResult`; :class:`ExecutorClosedError`.
+        (``execute``, ``execute_many``; ``run_tests`` runs trusted tests against a program in
+        another process through :class:`CandidateTest`); :class:`ExecResult`;
+        :class:`ExecutorClosedError`.
         What a verdict guarantees, and what it does not: ``docs/verifier.md``.
 
 Tasks:
@@ -26,7 +28,7 @@ Prompt formats live in :mod:`redqueen.verifiers.formats`.
 from __future__ import annotations
 
 from ._complexity import COMPLEXITY_KEYS, complexity
-from ._executor import ExecResult, Executor, ExecutorClosedError
+from ._executor import CandidateTest, ExecResult, Executor, ExecutorClosedError
 from ._literals import (
     LiteralParseError,
     format_args,
@@ -65,6 +67,7 @@ __all__ = [
     "MAX_SOURCE_CHARS",
     "TASK_TYPES",
     "AnswerStatus",
+    "CandidateTest",
     "CodeTask",
     "ExecResult",
     "Executor",

@@ -1,13 +1,22 @@
 """What runs in a sandboxed child forked by the fork server (``_zygote.py``).
 
-The child, before the program runs: starts its own session (so the whole process group can be
-killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr for
-``/dev/null`` and closes every other descriptor except its result pipe, moves into the server's
+The child, before any program code runs: starts its own session (so the whole process group
+can be killed), dies with the server (``PR_SET_PDEATHSIG``), swaps stdin/stdout/stderr for
+``/dev/null`` and keeps only the pipes it was given (renumbered from 3), moves into the server's
 private working directory, sets resource limits (address space, CPU, file size, processes,
 core), drops root to ``nobody``, and installs Landlock and seccomp. Its prints go to a capped
-in-memory buffer; its result (the ``repr`` of the expression, or the error) goes to the result
-pipe as one frame (``_verdict.py``), which the fork server judges; then it exits without running
-any clean-up code.
+in-memory buffer.
+
+Three roles share that confinement:
+
+* :func:`run_child`: run a program, evaluate an expression, write one frame (``_verdict.py``)
+  with the value's ``repr`` or the error, and exit with :data:`EXIT_VALUE` or
+  :data:`EXIT_RAISED`. The program owns this process, so the frame is only a claim about a
+  value the program chose; the fork server judges it and callers compare the value elsewhere.
+* :func:`run_candidate`: load an untrusted program and answer calls to one of its functions,
+  arguments and results passing as literal data (``_proxy.py``); its exit status means nothing.
+* :func:`run_test`: run trusted test code whose ``candidate`` calls go to that other process,
+  and report like :func:`run_child`. No program code ever runs here, so its verdict is honest.
 
 Standard library only; imported by the fork server as a sibling module.
 """
@@ -15,6 +24,7 @@ Standard library only; imported by the fork server as a sibling module.
 from __future__ import annotations
 
 import builtins
+import fcntl
 import os
 import resource
 import signal
@@ -22,61 +32,19 @@ import sys
 from typing import TYPE_CHECKING
 
 if __package__:
-    from ._verdict import LENGTHS
+    from ._proxy import Candidate, serve_calls
+    from ._verdict import EXIT_RAISED, EXIT_VALUE, encode_frame
 else:  # imported by the fork-server script as a sibling module
-    from _verdict import LENGTHS
+    from _proxy import Candidate, serve_calls
+    from _verdict import EXIT_RAISED, EXIT_VALUE, encode_frame
 
 if TYPE_CHECKING:
     from redqueen.verifiers._zygote import Zygote
 
 _PR_SET_PDEATHSIG = 1
 _NOBODY = 65534
-RESULT_FD = 3
-
-
-#: Audit events that hand a program its interpreter's frames, the objects ``gc`` tracks, raw
-#: memory (ctypes), or a way to rewrite functions: how it would read the run token or the
-#: runner's locals. ``object.__getattr__`` covers ``tb_frame``, ``gi_frame``, ``__code__`` ...
-SEALED_EVENTS = frozenset(
-    {
-        "sys._getframe",
-        "sys._getframemodulename",
-        "sys._current_frames",
-        "sys.settrace",
-        "sys.setprofile",
-        "gc.get_objects",
-        "gc.get_referrers",
-        "gc.get_referents",
-        "object.__getattr__",
-    }
-)
-_SEALED_FUNCTION_ATTRIBUTES = frozenset({"__code__"})
-
-
-def seal_interpreter() -> None:
-    """Refuse (with ``ValueError``) the audit events in :data:`SEALED_EVENTS` from now on.
-
-    An audit hook cannot be removed, and this one is reachable from no module or container:
-    what it needs is bound as defaults. ``ValueError`` is what the standard library's own ``sys._getframe`` callers
-    (``namedtuple``, ``TypeVar``, ``Enum``) already tolerate, so they keep working.
-    """
-
-    def refuse(
-        event: str,
-        args: tuple,
-        sealed: frozenset = SEALED_EVENTS,
-        rewritten: frozenset = _SEALED_FUNCTION_ATTRIBUTES,
-        startswith=str.startswith,
-        error: type = ValueError,
-    ) -> None:
-        if (
-            event in sealed
-            or startswith(event, "ctypes.")
-            or (event == "object.__setattr__" and args[1] in rewritten)
-        ):
-            raise error(f"{event} is not available in the sandbox")
-
-    sys.addaudithook(refuse)
+_FIRST_FD = 3
+_HIGH_FD = 512
 
 
 class OutputLimitExceeded(BaseException):
@@ -118,80 +86,124 @@ def refuse_socket(*args: object, **kwargs: object) -> None:
     raise PermissionError("network access is disabled in the sandbox")
 
 
-def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter, token: bytes) -> None:
-    """Confine this freshly forked process, run the request, write its one frame, exit.
+def confine(server: Zygote, keep: tuple[int, ...]) -> None:
+    """Confine this freshly forked process; the descriptors in ``keep`` become 3, 4, ...
 
-    What this process sends is only a claim (the program owns the process); the fork server
-    judges it (``_verdict.py``). The program may rebind any module attribute or builtin, so what
-    the runner needs once the program ran is bound to locals first, and the code that handles
-    the token calls nothing the program could have replaced (it could otherwise be handed the
-    token, as an argument or through ``__radd__``). The request is emptied, so ``gc`` finds no
-    copy of it.
+    Every other descriptor is closed, so a process holds only the pipes of its own role.
     """
-    write, exit_now, pack = os.write, os._exit, LENGTHS.pack
-    type_of, str_type, length = type, str, len
-    result_fd, capacity = RESULT_FD, server.pipe_capacity
-    source, expr = request.pop("source"), request.pop("expr")
-    request.clear()
+    os.setsid()
+    server.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server.server_pid:
+        os._exit(EXIT_RAISED)
+    ruleset = server.ruleset_fd
+    sources = (*keep, ruleset) if ruleset >= 0 else keep
+    # Out of the way first, so that renumbering never overwrites a descriptor still to move.
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in sources]
+    for target, fd in enumerate(moved, start=_FIRST_FD):
+        os.dup2(fd, target)
+    for fd in (0, 1, 2):
+        os.dup2(server.devnull, fd)
+    os.closerange(_FIRST_FD + len(moved), 1 << 16)
+    os.chdir(server.workdir)
+    for resource_kind, limits in server.limits:
+        resource.setrlimit(resource_kind, limits)
+    if server.drop_root:
+        os.setgroups([])
+        os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+        os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+    if ruleset >= 0:
+        landlock = server.landlock
+        assert landlock is not None  # a ruleset is prepared only with Landlock
+        ruleset = _FIRST_FD + len(keep)
+        landlock.restrict(ruleset)
+        os.close(ruleset)
+    if server.seccomp is not None:
+        server.seccomp.install()
+
+
+def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> None:
+    """Confine this process, run the request, write its one frame to ``wfd``, exit."""
+    _report(server, (wfd,), request, writer, {})
+
+
+def run_test(
+    server: Zygote, wfd: int, calls: int, replies: int, request: dict, writer: CappedWriter
+) -> None:
+    """Run the trusted test code of ``request`` against a candidate in another process.
+
+    ``candidate`` in the test's namespace sends each call's arguments on ``calls`` and reads
+    the result on ``replies`` (``_proxy.Candidate``); the frame goes to ``wfd``.
+    """
+    candidate = Candidate(_FIRST_FD + 1, _FIRST_FD + 2, server.max_value_chars)
+    request = {"source": request["test"], "expr": request["expr"]}
+    _report(server, (wfd, calls, replies), request, writer, {"candidate": candidate})
+
+
+def run_candidate(
+    server: Zygote, calls: int, replies: int, request: dict, writer: CappedWriter
+) -> None:
+    """Load the untrusted program of ``request`` and answer calls to its entry point; exit."""
+    try:
+        confine(server, (calls, replies))
+        sys.stdout = sys.stderr = writer
+        serve_calls(
+            request["source"],
+            request["entry_point"],
+            _FIRST_FD,
+            _FIRST_FD + 1,
+            server.max_value_chars,
+        )
+    finally:
+        os._exit(EXIT_RAISED)
+
+
+def _report(
+    server: Zygote, keep: tuple[int, ...], request: dict, writer: CappedWriter, extra: dict
+) -> None:
+    """Confine, run ``request``, write one frame to descriptor 3, exit with its status.
+
+    What the runner calls once the program ran is bound first, so that a program that rebinds
+    ``os.write`` or ``os._exit`` does not garble an honest error report. Nothing here is secret
+    and nothing here is trusted: the fork server judges the frame and the exit status.
+    """
+    write, exit_now, encode, length = os.write, os._exit, encode_frame, len
+    type_of, str_type = type, str
+    capacity = server.pipe_capacity
     kind, text = b"E", "sandbox setup failed"
     try:
-        os.setsid()
-        server.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != server.server_pid:
-            exit_now(1)
-        os.dup2(wfd, RESULT_FD)
-        for fd in (0, 1, 2):
-            os.dup2(server.devnull, fd)
-        ruleset = server.ruleset_fd
-        if ruleset >= 0:
-            os.dup2(ruleset, RESULT_FD + 1)
-            ruleset = RESULT_FD + 1
-        os.closerange(RESULT_FD + 2 if ruleset >= 0 else RESULT_FD + 1, 1 << 16)
-        os.chdir(server.workdir)
-        for resource_kind, limits in server.limits:
-            resource.setrlimit(resource_kind, limits)
-        if server.drop_root:
-            os.setgroups([])
-            os.setresgid(_NOBODY, _NOBODY, _NOBODY)
-            os.setresuid(_NOBODY, _NOBODY, _NOBODY)
-        if ruleset >= 0:
-            landlock = server.landlock
-            assert landlock is not None  # a ruleset is prepared only with Landlock
-            landlock.restrict(ruleset)
-            os.close(ruleset)
-        if server.seccomp is not None:
-            server.seccomp.install()
-        seal_interpreter()
+        confine(server, keep)
         sys.stdout = sys.stderr = writer
-        kind, text = execute_program(source, expr, writer, server.max_value_chars)
+        kind, text = execute_program(
+            request["source"], request["expr"], writer, server.max_value_chars, extra
+        )
     except BaseException as exc:  # setup failure or program escaping the handler
         kind, text = b"E", describe(exc)
+    kind = b"V" if kind == b"V" else b"E"
     try:
         stdout = writer.getvalue()
-        kind = b"V" if kind == b"V" else b"E"
         if type_of(text) is not str_type or type_of(stdout) is not str_type:
             kind, text, stdout = b"E", "the program's result is not a string", ""
-        body = text.encode("utf-8", "surrogatepass")
-        out = stdout.encode("utf-8", "surrogatepass")
-        data = kind + token + pack(length(body), length(out)) + body + out
+        data = encode(kind, text, stdout)
         if length(data) > capacity:  # the server reads only after the exit
-            body = b"result too large for the result pipe"
-            data = b"E" + token + pack(length(body), 0) + body
+            kind = b"E"
+            data = encode(kind, "result too large for the result pipe", "")
         while data:
-            data = data[write(result_fd, data) :]
+            data = data[write(_FIRST_FD, data) :]
     finally:
-        exit_now(0)
+        exit_now(EXIT_VALUE if kind == b"V" else EXIT_RAISED)
 
 
 def execute_program(
-    source: str, expr: str, writer: CappedWriter, max_value_chars: int
+    source: str, expr: str, writer: CappedWriter, max_value_chars: int, extra: dict
 ) -> tuple[bytes, str]:
-    """Run ``source``, evaluate ``expr``; ``(b"V", repr)`` or ``(b"E", error)`` (never raises)."""
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    """Run ``source``, evaluate ``expr``; ``(b"V", repr)`` or ``(b"E", error)`` (never raises).
+
+    ``extra`` names are bound in the program's namespace before it runs.
+    """
+    namespace = {"__name__": "__main__", "__builtins__": builtins, **extra}
     try:
         program = compile(source, "<program>", "exec")
         expression = compile(expr, "<expr>", "eval")
-        del source, expr
         exec(program, namespace)
         value = eval(expression, namespace)
         text = repr(value)

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
-from ._reply import MAX_REPLY_BYTES, UNREADABLE, ExecResult, checked_reply
+from ._reply import MAX_REPLY_BYTES, UNREADABLE, CandidateTest, ExecResult, checked_reply
 
-__all__ = ["ExecResult", "Executor", "ExecutorClosedError"]
+__all__ = ["CandidateTest", "ExecResult", "Executor", "ExecutorClosedError"]
 
 _ZYGOTE = Path(__file__).with_name("_zygote.py")
 _STARTUP_TIMEOUT = 60.0
@@ -147,8 +147,9 @@ class Executor:
     inside its directory, reads only there and in the interpreter's files) and a seccomp filter
     (no sockets, exec, fork, SysV or POSIX IPC, signals to others, metadata changes), and a
     dropped root identity. The fork server, not the program's process, decides each verdict
-    from one token-checked frame and the exit status, and every reply is type- and size-checked
-    here. :attr:`features` says which layers this host supports (seccomp is x86-64 only). A
+    from one data-only frame and the exit status, and every reply is type- and size-checked
+    here; values are compared with expectations outside the program's process
+    (:meth:`run_tests` keeps test code out of it as well). :attr:`features` says which layers this host supports (seccomp is x86-64 only). A
     crashed, killed or hostile program never takes the executor down, and no process or IPC
     object it created outlives :meth:`close`.
 
@@ -273,26 +274,55 @@ class Executor:
                 raise ValueError(
                     f"Executor.execute_many: heap_jitter has {len(jitters)} entries for {len(jobs)} pairs"
                 )
+        requests = [
+            {"source": source, "expr": expr, "timeout": self.timeout, "jitter": jitter}
+            for (source, expr), jitter in zip(jobs, jitters, strict=True)
+        ]
         with self._lock:
             self._check_open()
-            return self._run(jobs, jitters)
+            return self._run(requests)
 
-    def _run(self, jobs: list[tuple[str, str]], jitters: list[int]) -> list[ExecResult]:
-        results: list[ExecResult | None] = [None] * len(jobs)
-        pending = deque(range(len(jobs)))
+    def run_tests(self, tests: Iterable[CandidateTest]) -> list[ExecResult]:
+        """Run trusted test code against untrusted programs, results in order.
+
+        Each :class:`CandidateTest` takes two sandboxed processes: the program's, which only
+        answers calls to its entry point with data, and the test's, which no program code
+        reaches. The result is the test's: ``ok`` when ``expr`` returned within the timeout.
+
+        Raises:
+            TypeError: If an item is not a :class:`CandidateTest` of strings.
+            ExecutorClosedError: If the executor was closed.
+        """
+        requests = []
+        for i, test in enumerate(tests):
+            if not isinstance(test, CandidateTest) or not all(
+                isinstance(field, str)
+                for field in (test.program, test.entry_point, test.test, test.expr)
+            ):
+                raise TypeError(f"Executor.run_tests: item {i} must be a CandidateTest of strings")
+            requests.append(
+                {
+                    "source": test.program,
+                    "entry_point": test.entry_point,
+                    "test": test.test,
+                    "expr": test.expr,
+                    "timeout": self.timeout,
+                }
+            )
+        with self._lock:
+            self._check_open()
+            return self._run(requests)
+
+    def _run(self, requests: list[dict]) -> list[ExecResult]:
+        results: list[ExecResult | None] = [None] * len(requests)
+        pending = deque(range(len(requests)))
         busy: dict[int, tuple[int, float]] = {}  # server index -> (job index, deadline)
         while pending or busy:
             for k in range(len(self._servers)):
                 if k in busy or not pending:
                     continue
                 i = pending.popleft()
-                source, expr = jobs[i]
-                request = {
-                    "source": source,
-                    "expr": expr,
-                    "timeout": self.timeout,
-                    "jitter": jitters[i],
-                }
+                request = requests[i]
                 try:
                     self._servers[k].send(request)
                 except OSError:  # the server died between calls: replace it and retry once

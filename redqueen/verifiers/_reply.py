@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_REPLY_BYTES", "UNREADABLE", "ExecResult", "checked_reply"]
+__all__ = ["MAX_REPLY_BYTES", "UNREADABLE", "CandidateTest", "ExecResult", "checked_reply"]
 
 #: Longest reply frame accepted from a fork server (a value and stdout at their caps fit easily).
 MAX_REPLY_BYTES = 64 * 2**20
@@ -39,6 +39,30 @@ class ExecResult:
     error: str | None
     timed_out: bool = False
     stdout: str = ""
+
+
+@dataclass(frozen=True)
+class CandidateTest:
+    """Trusted test code run against an untrusted program, each in a process of its own.
+
+    The program runs in one sandboxed process and only answers calls to ``entry_point``; the
+    test runs in another, where ``candidate`` stands for that function: every call sends its
+    arguments as a literal argument list and gets back the result parsed as a literal (or the
+    candidate's error, raised with its built-in type). Nothing the program does reaches the
+    test's expected values, its ``assert`` statements or its interpreter.
+
+    Attributes:
+        program: Untrusted source that defines ``entry_point``.
+        entry_point: Name of the function the test calls as ``candidate``.
+        test: Trusted test source, e.g. HumanEval's prompt followed by its ``check``.
+        expr: Expression evaluated after ``test`` in the test's namespace, e.g.
+            ``"check(candidate)"``; the run is ``ok`` when it returns.
+    """
+
+    program: str
+    entry_point: str
+    test: str
+    expr: str
 
 
 UNREADABLE = object()

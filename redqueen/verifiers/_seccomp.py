@@ -6,7 +6,8 @@ undone by a hostile program through ``object.__subclasses__()`` walks; the kerne
 installed here cannot, because a process can only add filters, never remove them.
 
 Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``EPERM``:
-process creation and ``exec``, sockets, SysV and POSIX IPC, signals to other processes and
+process creation and ``exec``, sockets, SysV and POSIX IPC, scheduling and priority changes (any
+process of the user could be named), signals to other processes and
 handlers for signals a program can raise on itself,
 ``ptrace``, privilege and limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
 (file creation, removal and writing are left to Landlock where it confines them to the sandbox
@@ -104,6 +105,18 @@ _DENY_X86_64 = {
     "setrlimit": 160,
     "prlimit64": 302,
     "capset": 126,
+    # scheduling and priority: PRIO_USER reaches every process of the user (the trainer too),
+    # and a pid names any process the user owns
+    "setpriority": 141,
+    "sched_setparam": 142,
+    "sched_setscheduler": 144,
+    "sched_setaffinity": 203,
+    "sched_setattr": 314,
+    "ioprio_set": 251,
+    "migrate_pages": 256,
+    "move_pages": 279,
+    "process_madvise": 440,
+    "process_mrelease": 448,
     # namespaces, mounts, system state
     "unshare": 272,
     "setns": 308,

@@ -143,6 +143,12 @@ _FORMAT_FIELD = re.compile(r"\{([^{}:!]*)")
 _FIELD_SEPARATORS = re.compile(r"[.\[\]]")
 #: Callables that turn a string into an attribute access.
 _ATTRIBUTE_GETTERS = frozenset({"attrgetter", "methodcaller"})
+#: Names of callables that read attributes by a name given at run time. They are allowed only
+#: where they are called on the spot with constant names: as a value (renamed, passed, stored,
+#: mapped), the name they read is out of sight of these checks.
+_GETTER_NAMES = _ATTRIBUTE_BUILTINS | _ATTRIBUTE_GETTERS
+#: ``str`` methods that read attributes named in format fields (``"{0.sys}"``).
+_FORMATTERS = frozenset({"format", "format_map", "vformat"})
 _ALLOWED_DUNDERS = frozenset(
     {
         "__init__",
@@ -252,6 +258,7 @@ class _BanChecker(ast.NodeVisitor):
 
     def __init__(self) -> None:
         self.found: tuple[RejectReason, str] | None = None
+        self.called: set[int] = set()  # ids of getter nodes checked as the callee of a call
 
     def _flag(self, reason: RejectReason, detail: str) -> None:
         if self.found is None:
@@ -267,10 +274,15 @@ class _BanChecker(ast.NodeVisitor):
         module = node.module or ""
         if node.level or module.split(".")[0] in BANNED_MODULES:
             self._flag(RejectReason.BANNED_IMPORT, f"import from banned module {module!r}")
+        for alias in node.names:
+            if alias.name in _GETTER_NAMES and alias.asname not in (None, alias.name):
+                self._flag(RejectReason.BANNED_CALL, f"{alias.name} imported under another name")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in BANNED_CALLS:
+        if node.id in _GETTER_NAMES and id(node) not in self.called:
+            self._flag(RejectReason.BANNED_CALL, f"{node.id} used as a value")
+        elif node.id in BANNED_CALLS:
             self._flag(RejectReason.BANNED_CALL, f"use of banned name {node.id!r}")
         elif node.id in _MODULE_NAMES:
             self._flag(RejectReason.BANNED_IMPORT, f"use of banned module name {node.id!r}")
@@ -279,6 +291,8 @@ class _BanChecker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _GETTER_NAMES and id(node) not in self.called:
+            self._flag(RejectReason.BANNED_CALL, f"{node.attr} used as a value")
         self._check_attribute_name(node.attr, "access to attribute")
         self.generic_visit(node)
 
@@ -292,7 +306,12 @@ class _BanChecker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _FORMATTERS:
+            if not (isinstance(func.value, ast.Constant) and isinstance(func.value.value, str)):
+                # The fields of a format string built at run time are out of sight here.
+                self._flag(RejectReason.BANNED_CALL, f"{func.attr}() of a computed string")
         if isinstance(func, ast.Name) and func.id in _ATTRIBUTE_BUILTINS:
+            self.called.add(id(func))
             name = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
                 self._flag(RejectReason.BANNED_CALL, f"{func.id}() with a computed attribute name")
@@ -302,8 +321,11 @@ class _BanChecker(ast.NodeVisitor):
                 )
             else:
                 self._check_attribute_name(name.value, f"{func.id}() of attribute")
+                if name.value in _GETTER_NAMES:
+                    self._flag(RejectReason.BANNED_CALL, f"{func.id}() of {name.value!r}")
         getter = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
         if getter in _ATTRIBUTE_GETTERS:
+            self.called.add(id(func))
             # attrgetter takes names only; methodcaller a name, then the method's arguments.
             names = node.args if getter == "attrgetter" else node.args[:1]
             for arg in names:

@@ -32,15 +32,15 @@ import struct
 import sys
 
 if __package__:
-    from ._child import CappedWriter, refuse_socket, run_child
+    from ._child import CappedWriter, refuse_socket, run_candidate, run_child, run_test
     from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
-    from ._verdict import new_token, verdict
+    from ._verdict import verdict
 else:  # run as a script: the sibling modules are importable from the script's directory
-    from _child import CappedWriter, refuse_socket, run_child
+    from _child import CappedWriter, refuse_socket, run_candidate, run_child, run_test
     from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
-    from _verdict import new_token, verdict
+    from _verdict import verdict
 
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
 # that import ``threading`` or ``random`` stay out: their at-fork hooks make every fork dearer.
@@ -152,7 +152,7 @@ class Zygote:
             "drop_root": self.is_root and self._probe(_drop_root),
             "workdir_tmpfs": self.tmpfs,
             "socket_refused": True,
-            "introspection_sealed": True,
+            "separate_test_process": True,
             "rlimits": True,
         }
         self.drop_root = self.features["drop_root"]
@@ -259,27 +259,48 @@ class Zygote:
         # Heap jitter: blocks allocated here before the fork shift the child's later allocations
         # (and cost the child nothing); the server frees them once the child is gone.
         self._jitter(int(request.get("jitter", 0)))
-        writer = CappedWriter(self.max_stdout_chars)
-        token = new_token()  # a local only: no container gc could list holds it
-        rfd, wfd = os.pipe()
-        try:
-            self.pipe_capacity = fcntl.fcntl(wfd, _F_SETPIPE_SZ, _PIPE_CAPACITY)
-        except OSError:
-            self.pipe_capacity = fcntl.fcntl(wfd, _F_GETPIPE_SZ)
-        pid = os.fork()
-        if pid == 0:  # child: never returns
-            os.close(rfd)
-            run_child(self, wfd, request, writer, token)
+        rfd, wfd = self._pipe()
+        candidate = -1
+        if "test" in request:  # the program answers calls; trusted test code judges it
+            calls_in, calls_out = self._pipe()
+            replies_in, replies_out = self._pipe()
+            candidate = os.fork()
+            if candidate == 0:  # never returns
+                run_candidate(self, calls_in, replies_out, request, self._writer())
+            pid = os.fork()
+            if pid == 0:  # never returns
+                run_test(self, wfd, calls_out, replies_in, request, self._writer())
+            for fd in (calls_in, calls_out, replies_in, replies_out):
+                os.close(fd)
+        else:
+            pid = os.fork()
+            if pid == 0:  # never returns
+                run_child(self, wfd, request, self._writer())
         os.close(wfd)
         try:
-            return self._collect(pid, rfd, timeout, token)
+            return self._collect(pid, rfd, timeout)
         finally:
+            if candidate > 0:
+                _kill_group(candidate)
+                os.waitpid(candidate, 0)
             os.close(rfd)
             self._jitter(0)
             if os.listdir(self.workdir):
                 self._fresh_workdir()
 
-    def _collect(self, pid: int, rfd: int, timeout: float, token: bytes) -> dict:
+    def _writer(self) -> CappedWriter:
+        return CappedWriter(self.max_stdout_chars)
+
+    def _pipe(self) -> tuple[int, int]:
+        """A pipe whose buffer holds a whole result (the server reads only after the exit)."""
+        rfd, wfd = os.pipe()
+        try:
+            self.pipe_capacity = fcntl.fcntl(wfd, _F_SETPIPE_SZ, _PIPE_CAPACITY)
+        except OSError:
+            self.pipe_capacity = fcntl.fcntl(wfd, _F_GETPIPE_SZ)
+        return rfd, wfd
+
+    def _collect(self, pid: int, rfd: int, timeout: float) -> dict:
         """Wait for the child (killing its group at the deadline), then read its result.
 
         While the child lives this process blocks in one ``waitpid``: every page it wrote now
@@ -298,10 +319,7 @@ class Zygote:
             self.waiting = False
             signal.setitimer(signal.ITIMER_REAL, 0)
         timed_out = status is None
-        try:  # the whole group: anything the program managed to start dies with it
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(pid)  # the whole group: anything the program managed to start dies with it
         if status is None:
             try:
                 status = os.waitpid(pid, 0)[1]
@@ -324,7 +342,6 @@ class Zygote:
         return verdict(
             b"".join(chunks),
             status,
-            token,
             max_value_chars=self.max_value_chars,
             max_stdout_chars=self.max_stdout_chars,
         )
@@ -359,6 +376,13 @@ def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
             candidates.append(os.path.dirname(path))
     found = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
     return tuple(sorted(found))
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _drop_root() -> None:

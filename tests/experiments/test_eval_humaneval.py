@@ -82,3 +82,68 @@ def test_wrong_completions_that_forge_a_verdict_fail(suite, executor, completion
     assert suite.check([problem], [completion], executor) == [False]
     canonical = problem.data["canonical_solution"]
     assert suite.check([problem], [canonical], executor) == [True]
+
+
+# The audit's HumanEval families (G1, G3): each completion below is wrong for HumanEval/0, and
+# each made the old harness, which ran the tests in the completion's own process, report a pass.
+_STEAL_NONCE = """    return False
+
+import gc, os, re, struct
+if True:
+    def _leak():
+        def g():
+            try:
+                raise ValueError
+            except ValueError as e:
+                err = e
+        g()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        found = {}
+        for obj in list(gc.garbage):
+            frame = obj if type(obj).__name__ == 'frame' else None
+            while frame is not None:
+                for key, value in list(frame.f_locals.items()):
+                    found.setdefault(key, value)
+                frame = frame.f_back
+        return found
+    found = _leak()
+    nonce = re.findall("'[0-9a-f]{32}'", str(found.get('expr', '')))
+    body = (nonce[0] if nonce else 'None').encode()
+    for fd in range(3, 8):
+        try:
+            os.write(fd, b'V' + found.get('token', b'') + struct.pack('>II', len(body), 0) + body)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+_SWAP_CHECK = """    return False
+
+import sys
+sys.addaudithook(
+    lambda event, args: event == 'exec' and globals().__setitem__('check', lambda c: None)
+)
+"""
+_RIGGED_EQUALITY = """    return Anything()
+
+if True:
+    class Anything:
+        def __eq__(self, other):
+            return True
+        __hash__ = object.__hash__
+"""
+_PATCHED_ASSERTION = """    return False
+
+import builtins
+builtins.AssertionError = type('Quiet', (Exception,), {})
+"""
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [_STEAL_NONCE, _SWAP_CHECK, _RIGGED_EQUALITY, _PATCHED_ASSERTION],
+    ids=["frame_walk_steals_nonce", "audit_hook_swaps_check", "rigged_eq", "patched_builtins"],
+)
+def test_wrong_completions_cannot_reach_the_tests(suite, executor, completion) -> None:
+    problem = suite.problems(limit=1)[0]
+    assert suite.check([problem], [completion], executor) == [False]

