@@ -65,6 +65,7 @@ REFERENCE_SEED = 777_000
 STREAM_SEED = 20_000
 SESOI = 0.01  # nats per token on E1, fixed in the plan
 C1_MARGIN = 0.10
+PLANNED_SEEDS = 8
 DOSE_CELLS = ((4, 4), (4, 8), (16, 4), (16, 8))
 
 
@@ -440,6 +441,12 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
             arm: t_interval([r["kl_exact"][arm] for r in c2.values()])
             for arm in ("trained", "shuffled", "random")
         }
+    # The plan's decisions are taken at 8 seeds; until then they are marked provisional.
+    for key, decision in decisions.items():
+        n = len(c1) if key == "positive_control" else len(c2)
+        decision["seeds"] = n
+        decision["provisional"] = n < PLANNED_SEEDS
+    out["complete"] = len(c1) >= PLANNED_SEEDS and len(c2) >= PLANNED_SEEDS
     out["decisions"] = decisions
     dose: dict[str, Any] = {}
     for steps, answers in DOSE_CELLS:
