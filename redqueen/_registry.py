@@ -199,7 +199,7 @@ class Registry(Mapping[str, T], Generic[T]):
         """
         return check_params(self.params(name), params)
 
-    def check_call(self, name: str, params: Mapping[str, Any], *, where: str, positional: int) -> None:
+    def check_call(self, name: str, params: Mapping[str, object], *, where: str, positional: int) -> None:
         """The parameter check of a call from Python (``mutate``, ``crossover``, ``select``), worded
         as configuration loading words it: ``<where>: <key>: <problem>``.
 
@@ -229,7 +229,7 @@ class Registry(Mapping[str, T], Generic[T]):
         except ParameterError as error:
             raise ValueError(f"{where}: {error}") from None
 
-    def effective_params(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    def effective_params(self, name: str, params: Mapping[str, object]) -> dict[str, object]:
         """``params`` with the entry's declared defaults filled in for the keys not given: the
         values a call really used (for records such as ``lineage.csv``).
 
@@ -237,7 +237,7 @@ class Registry(Mapping[str, T], Generic[T]):
             UnknownNameError: If no entry has this name.
         """
         model = self.params(name) if self.typed else None
-        defaults = {}
+        defaults: dict[str, object] = {}
         if model is not None:
             defaults = {key: field.default for key, field in model.model_fields.items() if not field.is_required()}
         return {**defaults, **params}

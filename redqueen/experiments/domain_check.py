@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from redqueen.environments import DOMAINS, Rejected, TaskDomain, make_domain
+
+if TYPE_CHECKING:
+    from redqueen.verifiers import Executor
 
 __all__ = ["check_domain", "cut_at_stop", "domain_check_command", "resolve_domain"]
 
@@ -60,11 +63,11 @@ def _block(text: str, indent: str = "    ") -> list[str]:
 def check_domain(
     name: str,
     *,
-    params: Mapping[str, Any] | None = None,
+    params: Mapping[str, object] | None = None,
     texts: Sequence[str] = (),
     answers: Sequence[str] = (),
     task_types: Sequence[str] = (),
-    sandbox: Any = None,
+    sandbox: Executor | None = None,
 ) -> Iterator[str]:
     """Run domain ``name``'s pipeline and yield a report, line by line.
 
@@ -167,21 +170,23 @@ def domain_check_command(
     given texts, printing each stage's result; no model is loaded."""
     import yaml
 
-    from redqueen.experiments.cli import bad_input_exits, fail
-    from redqueen.experiments.plugins import import_plugin, load_plugins
+    from redqueen.experiments.plugins import import_plugin, load_plugins, one_line
 
-    settings: dict[str, Any] = {}
-    for item in param or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise fail(f"--param {item!r}: expected KEY=VALUE")
-        settings[key.strip()] = yaml.safe_load(value)
-    with bad_input_exits():
+    settings: dict[str, object] = {}
+    try:  # bad input (a name, a file, a setting): one line and exit status 2, as ``run`` does
+        for item in param or ():
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ValueError(f"--param {item!r}: expected KEY=VALUE")
+            settings[key.strip()] = yaml.safe_load(value)
         load_plugins()
         for spec in plugins or ():
             import_plugin(spec)
         name = resolve_domain(domain, import_plugin=import_plugin)
         lines = list(check_domain(name, params=settings, texts=text or (), answers=answer or (),
                                   task_types=task_type or ()))
+    except (ValueError, KeyError, OSError, yaml.YAMLError) as error:
+        typer.echo(f"error: {' '.join(one_line(error).split())}", err=True)
+        raise typer.Exit(2) from None
     for line in lines:
         typer.echo(line)

@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redqueen.experiments.evaluation._suite import Problem
+
+if TYPE_CHECKING:
+    from redqueen.verifiers import Executor
 
 __all__ = ["PROBLEM_TASK_TYPES", "ProblemFileSuite", "read_problem_file"]
 
@@ -167,7 +170,7 @@ class ProblemFileSuite:
         return [status == "correct" for status, _ in self.judge(problems, completions, executor)]
 
     def judge(
-        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Executor
     ) -> list[tuple[str, str | None]]:
         """Each answer's status (``correct``, ``wrong`` or ``unparseable``) and the answer as
         parsed (``None`` when unparseable), so a report can tell wrong from unparseable."""
