@@ -34,7 +34,14 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from redqueen._params import ParameterError, check_params, describe_params, signature_model
+from redqueen._params import (
+    ParameterError,
+    check_params,
+    check_scalar_params,
+    describe_params,
+    signature_model,
+    unknown_keywords,
+)
 
 __all__ = ["ALL_REGISTRIES", "Needs", "ParameterError", "Registry", "UnknownNameError"]
 
@@ -191,6 +198,49 @@ class Registry(Mapping[str, T], Generic[T]):
                 what is wrong (``sigmaa: unknown parameter (known: fraction, sigma)``).
         """
         return check_params(self.params(name), params)
+
+    def check_call(self, name: str, params: Mapping[str, object], *, where: str, positional: int) -> None:
+        """The parameter check of a call from Python (``mutate``, ``crossover``, ``select``), worded
+        as configuration loading words it: ``<where>: <key>: <problem>``.
+
+        Plain values (numbers, strings, booleans) are checked against the declared types and
+        ranges; other values (arrays, archives) are left to the entry.
+
+        Args:
+            name: The entry.
+            params: Keyword parameters the caller passes.
+            where: Prefix naming the call, e.g. ``mutation 'gaussian'``.
+            positional: Leading arguments the caller fills by position (not parameters).
+
+        Raises:
+            UnknownNameError: If no entry has this name.
+            TypeError: ``<where>: sigmaa: unknown parameter (known: fraction, sigma)``.
+            ValueError: ``<where>: fraction: input should be greater than 0 (got 0)``.
+        """
+        obj = self[name]
+        unknown, known = unknown_keywords(obj, params, positional=positional, context=self.context)
+        if unknown:
+            listed = ", ".join(known) or "none"
+            raise TypeError(f"{where}: {unknown[0]}: unknown parameter (known: {listed})")
+        if not params or not self.typed:
+            return
+        try:
+            check_scalar_params(self.params(name), params)
+        except ParameterError as error:
+            raise ValueError(f"{where}: {error}") from None
+
+    def effective_params(self, name: str, params: Mapping[str, object]) -> dict[str, object]:
+        """``params`` with the entry's declared defaults filled in for the keys not given: the
+        values a call really used (for records such as ``lineage.csv``).
+
+        Raises:
+            UnknownNameError: If no entry has this name.
+        """
+        model = self.params(name) if self.typed else None
+        defaults: dict[str, object] = {}
+        if model is not None:
+            defaults = {key: field.default for key, field in model.model_fields.items() if not field.is_required()}
+        return {**defaults, **params}
 
     def describe_params(self, name: str) -> list[str]:
         """An entry's parameters (``sigma: float = 0.1 (>= 0)``) and needs (``needs 2 parents``)

@@ -213,7 +213,7 @@ def test_operators_selection_objective_game_and_plot_in_one_games_run(
     assert [Path(p).name for p in recorded] == list(GAMES_RUN_PLUGINS)
     rows = _lineage(run)
     made = {row["operator"]: json.loads(row["operator_params"]) for row in rows if row["operator"]}
-    assert made == {"rescale": {"sigma": 0.2}, "random_blend": {"low": 0.4}}
+    assert made == {"rescale": {"sigma": 0.2}, "random_blend": {"low": 0.4, "high": 0.75}}  # defaults filled in
     students = [row for row in rows if row["role"] == "student" and row["fitness_1"]]
     assert students and all(float(row["fitness_1"]) < 0 for row in students)  # -||update||
     assert (run / "plots" / "turnover.png").stat().st_size > 0

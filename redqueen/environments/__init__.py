@@ -11,7 +11,9 @@
 - :class:`TaskDomain` and :data:`DOMAINS`: what the co-evolution and self-play games are played
   on, as a plug-in (``environment.domain``); :class:`CodeDomain` (``"code"``, the default) with
   :class:`CodeSettings`; :func:`make_domain`; a domain's records :class:`Rejected` and
-  :class:`TaskMeasures`, :data:`ANSWER_STATUSES`, :func:`difficulty_bin`; :class:`PlayedTask`,
+  :class:`TaskMeasures`, :data:`ANSWER_STATUSES`, :func:`difficulty_bin`; :func:`domain_name`,
+  :func:`summary_column` (``domain/<name>/<key>`` in ``metrics.jsonl``), the optional state hook
+  :func:`save_domain_state` / :func:`load_domain_state`; :class:`PlayedTask`,
   what happened to one task in a step (what :meth:`TaskDomain.behaviour_cell` reads).
 - :class:`GameSettings`: per-step budgets of both task-domain environments.
 - :class:`TaskBuffer`, :func:`task_signature`, :func:`complexity_score`: reference examples,
@@ -29,7 +31,11 @@ from redqueen.environments._domain import (
     TaskDomain,
     TaskMeasures,
     difficulty_bin,
+    domain_name,
+    load_domain_state,
     make_domain,
+    save_domain_state,
+    summary_column,
 )
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.coevolution import CoevolutionEnv
@@ -59,6 +65,10 @@ __all__ = [
     "TaskMeasures",
     "complexity_score",
     "difficulty_bin",
+    "domain_name",
+    "load_domain_state",
     "make_domain",
+    "save_domain_state",
+    "summary_column",
     "task_signature",
 ]

@@ -40,7 +40,11 @@ __all__ = [
     "TaskDomain",
     "TaskMeasures",
     "difficulty_bin",
+    "domain_name",
+    "load_domain_state",
     "make_domain",
+    "save_domain_state",
+    "summary_column",
 ]
 
 ProposalT = TypeVar("ProposalT")
@@ -96,7 +100,16 @@ class TaskDomain(Protocol[ProposalT, TaskT, ExampleT]):
         propose_stop: Strings that end a proposal.
         solve_stop: Strings that end an answer.
         measure_keys: Measures written as columns of every row of ``tasks.jsonl``.
-        summary_keys: Measures whose mean over valid tasks is logged each step.
+        summary_keys: Measures whose mean over valid tasks is logged each step, in
+            ``metrics.jsonl`` as ``domain/<name>/<key>`` (:func:`summary_column`), so that they
+            never collide with the run's own columns or another domain's.
+
+    Optional state: a domain that keeps state between steps (a curriculum, a counter) defines
+    ``state_dict() -> dict`` and ``load_state_dict(state) -> None``; the environment saves it in
+    every checkpoint (under ``domain``) and hands it back on resume
+    (:func:`save_domain_state`, :func:`load_domain_state`). The state must be plain data
+    (strings, numbers, lists, dicts, tuples, tensors), as the checkpoint encodes it. A domain
+    without the pair keeps no state across a resume.
     """
 
     settings_model: ClassVar[type[BaseModel]]
@@ -170,6 +183,49 @@ def difficulty_bin(base_solve_rate: float | None) -> str:
     if base_solve_rate is None:
         return "x"
     return "0" if base_solve_rate == 0 else "1" if base_solve_rate == 1 else "m"
+
+
+def domain_name(domain: object) -> str:
+    """The name a domain's class is registered under in :data:`DOMAINS` (its class name when it
+    is not registered)."""
+    cls = type(domain)
+    return next((name for name in DOMAINS if DOMAINS[name] is cls), cls.__name__)
+
+
+def summary_column(domain: str, key: str) -> str:
+    """The ``metrics.jsonl`` column of a domain's summary measure: ``domain/<name>/<key>``
+    (``domain/code/ast_nodes``, ``domain/arithmetic/operators``)."""
+    return f"domain/{domain}/{key}"
+
+
+def save_domain_state(domain: object) -> dict[str, object] | None:
+    """The domain's ``state_dict()``, or ``None`` for a domain that keeps no state.
+
+    Raises:
+        TypeError: If ``state_dict`` returns something other than a dict.
+    """
+    hook = getattr(domain, "state_dict", None)
+    if not callable(hook):
+        return None
+    state = hook()
+    if not isinstance(state, dict):
+        raise TypeError(f"domain {domain_name(domain)!r}: state_dict() returned {type(state).__name__}, not a dict")
+    return state
+
+
+def load_domain_state(domain: object, state: Mapping[str, object]) -> None:
+    """Hand a checkpoint's domain state back to the domain's ``load_state_dict``.
+
+    Raises:
+        ValueError: If the checkpoint holds domain state but the domain cannot load it (the
+            domain changed since the checkpoint was written).
+    """
+    hook = getattr(domain, "load_state_dict", None)
+    if not callable(hook):
+        raise ValueError(
+            f"the checkpoint holds state of domain {domain_name(domain)!r}, which has no load_state_dict()"
+        )
+    hook(dict(state))
 
 
 def domain_settings(name: str, params: Mapping[str, Any]) -> BaseModel:

@@ -28,7 +28,13 @@ from redqueen.environments._codegame import (
     solve,
     verify,
 )
-from redqueen.environments._domain import TaskDomain
+from redqueen.environments._domain import (
+    TaskDomain,
+    domain_name,
+    load_domain_state,
+    save_domain_state,
+    summary_column,
+)
 from redqueen.environments._game_stats import match_scores, step_metrics, task_rows
 from redqueen.environments._members import MemberBook
 from redqueen.environments.base import Environment, StepRecord
@@ -151,7 +157,7 @@ class GameEnv(Environment):
     def _task_space_metrics(self, played: Sequence[PlayedTask]) -> dict[str, float]:
         """Coverage cells (cumulative and new), the base model's mean solve rate on this step's
         valid tasks, the probe's tokens, and the mean of the domain's summary measures over
-        valid tasks."""
+        valid tasks (``domain/<name>/<key>``)."""
         cells = (self.domain.behaviour_cell(item) for item in played if item.valid)
         fresh = {cell for cell in cells if cell is not None}
         new = fresh - self.cells
@@ -164,16 +170,20 @@ class GameEnv(Environment):
         }
         if probed:
             metrics["base_solve_rate"] = float(np.mean(probed))
+        name = domain_name(self.domain)
         for key in self.domain.summary_keys:
             values = [i.measures[key] for i in played if i.measures]
             if values:
-                metrics[key] = float(np.mean(values))
+                metrics[summary_column(name, key)] = float(np.mean(values))
         return metrics
 
     def state_dict(self) -> dict[str, Any]:
         """Genomes (trained weights from the host), optimizer states, task buffer, population,
-        lineage, coverage (signatures and behaviour cells), step count and every RNG state."""
+        lineage, coverage (signatures and behaviour cells), step count, every RNG state, and the
+        domain's own state when it keeps one (its optional ``state_dict``)."""
+        domain = save_domain_state(self.domain)
         return {
+            **({} if domain is None else {"domain": domain}),
             "step_count": self.step_count,
             "members": self.book.state_dict(),
             "buffer": self.buffer.state_dict(),
@@ -196,6 +206,8 @@ class GameEnv(Environment):
         self.py_rng.setstate(state["rng"]["python"])
         self.np_rng.bit_generator.state = state["rng"]["numpy"]
         torch.set_rng_state(state["rng"]["torch"])
+        if "domain" in state:
+            load_domain_state(self.domain, state["domain"])
 
     def play_matches(self, pairs: Sequence[tuple[Any, Any]], *, seed: int) -> list[float]:
         """Play ``(proposer genome, solver genome)`` matches outside the run: the proposer

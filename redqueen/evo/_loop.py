@@ -269,7 +269,7 @@ class EvolutionLoop:
     # -- internals -------------------------------------------------------------------------
     def _breed(self, role: str, parents: Sequence[Individual], count: int, step: int) -> list[Individual]:
         """``count`` children of ``parents`` (ranked best first) by the operator mix."""
-        from redqueen.evo.operators import crossover, mutate
+        from redqueen.evo.operators import CROSSOVERS, MUTATIONS, crossover, mutate
 
         names = sorted(self.config.operators)  # a mapping's key order must not change the run
         weights = np.asarray([self.config.operators[n] for n in names], dtype=float)
@@ -295,12 +295,14 @@ class EvolutionLoop:
             params = {k: v for k, v in self.config.operator_params.get(op, {}).items() if k != "n_parents"}
             if self._kinds[op] == "mutation":
                 genome = mutate(op, group[0].genome, rng=self.torch_rng, **params)
+                used = MUTATIONS.effective_params(op, params)  # lineage records defaults too
             else:
                 genome = crossover(op, [p.genome for p in group], rng=self.torch_rng, **params)
+                used = CROSSOVERS.effective_params(op, params)
             children.append(
                 Individual(
                     self.population.new_id(role), role, genome, group[0].fitness.weights,
-                    parents=[p.id for p in group], operator=op, operator_params=params, birth=step,
+                    parents=[p.id for p in group], operator=op, operator_params=used, birth=step,
                 )
             )
         return children

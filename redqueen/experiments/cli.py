@@ -30,6 +30,7 @@ from rich.progress import (
 from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments.ciao import ciao_command
+from redqueen.experiments.domain_check import domain_check_command
 from redqueen.experiments.evaluation.command import eval_command
 from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.plugins import one_line as _one_line
@@ -347,6 +348,9 @@ app.command("eval")(eval_command)
 app.command("ciao")(ciao_command)
 app.command("sweep")(sweep_command)
 app.command("compare")(compare_command)
+domain_app = typer.Typer(help="Task domains: try one's pipeline without a model.", no_args_is_help=True)
+domain_app.command("check")(domain_check_command)
+app.add_typer(domain_app, name="domain")
 
 
 @app.command("list")

@@ -3,9 +3,10 @@
 A condition is a group of run directories that differ only in their seed: the trials of one
 grid point of a sweep directory (``sweep.json``), a folder whose sub-folders are runs, or a
 single run. For each chosen metric, :func:`compare` computes per condition and step the mean
-over seeds with a bootstrap confidence band (:func:`redqueen.experiments.stats.bootstrap_ci`),
-the final value of every run, their mean with a CI, and a two-sided Mann-Whitney U test between
-every pair of conditions. It writes ``compare.png`` (one panel per metric, one band per
+over seeds with a Student t confidence band (:func:`redqueen.experiments.stats.t_ci`: a
+bootstrap over 2-4 seeds covers far less than it claims), the final value of every run, their
+mean with a CI, and a two-sided Mann-Whitney U test between every pair of conditions. Under
+:data:`FEW_SEEDS` seeds the table carries a caveat. It writes ``compare.png`` (one panel per metric, one band per
 condition), ``compare.json`` (every number drawn) and ``compare.md`` (the table).
 """
 
@@ -20,18 +21,20 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from redqueen.experiments.rundir import RunDirectory
-from redqueen.experiments.stats import Interval, bootstrap_ci, rank_test
+from redqueen.experiments.stats import Interval, rank_test, smallest_rank_p, t_ci
 from redqueen.experiments.sweep import MANIFEST, read_manifest
 
 _log = logging.getLogger(__name__)
 
 #: Metrics drawn when none are named.
 DEFAULT_METRICS = ("best_rating", "solve_rate")
+#: Conditions with fewer seeds than this get a caveat under the table.
+FEW_SEEDS = 5
 
 
 @dataclass(frozen=True)
 class Band:
-    """One condition's metric over time: mean over seeds and a bootstrap band per step.
+    """One condition's metric over time: mean over seeds and a t band per step.
 
     Attributes:
         condition: The condition's name.
@@ -101,7 +104,7 @@ def metric_band(condition: str, runs: Sequence[Path], metric: str, *, confidence
     steps = sorted(set.intersection(*(set(s) for s in series))) if series else []
     mean, low, high = [], [], []
     for step in steps:
-        interval = bootstrap_ci([s[step] for s in series], confidence=confidence)
+        interval = t_ci([s[step] for s in series], confidence=confidence)
         mean.append(interval.mean)
         low.append(interval.low)
         high.append(interval.high)
@@ -109,7 +112,7 @@ def metric_band(condition: str, runs: Sequence[Path], metric: str, *, confidence
 
 
 def final_values(condition: str, runs: Sequence[Path], metric: str) -> FinalValues | None:
-    """Each run's last logged ``metric`` and their mean with a bootstrap CI (``None`` if none logged it)."""
+    """Each run's last logged ``metric`` and their mean with a t CI (``None`` if none logged it)."""
     values = []
     for run in runs:
         series = _series(run, metric)
@@ -117,7 +120,7 @@ def final_values(condition: str, runs: Sequence[Path], metric: str) -> FinalValu
             values.append(series[max(series)])
     if not values:
         return None
-    return FinalValues(condition, metric, values, bootstrap_ci(values))
+    return FinalValues(condition, metric, values, t_ci(values))
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ def _draw(bands: Mapping[str, list[Band]], path: Path) -> Path:
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
     axes[-1, 0].set_xlabel("step")
-    axes[0, 0].set_title("mean over seeds, 95% bootstrap band")
+    axes[0, 0].set_title("mean over seeds, 95% t band")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -214,16 +217,25 @@ def _write_json(bands: Mapping[str, list[Band]], finals: Mapping[str, list[Final
 def _write_markdown(conditions: Mapping[str, list[Path]], finals: Mapping[str, list[FinalValues]],
                     tests: Mapping[str, list[tuple[str, str, float | None]]], path: Path) -> Path:
     lines = ["# Final values per condition", "",
-             "Mean over seeds of each run's last logged value, 95% bootstrap CI (percentile, over seeds).", ""]
+             "Mean over seeds of each run's last logged value, 95% Student t CI (over seeds).", ""]
     for metric, rows in finals.items():
         lines += [f"## {metric}", "", "| condition | runs | mean | 95% CI |", "| --- | ---: | ---: | --- |"]
         for f in rows:
-            lines.append(f"| {f.condition} | {f.interval.n} | {f.interval.mean:.4g} | "
-                         f"{f.interval.low:.4g} to {f.interval.high:.4g} |")
+            ci = "n/a (one run)" if f.interval.n < 2 else f"{f.interval.low:.4g} to {f.interval.high:.4g}"
+            lines.append(f"| {f.condition} | {f.interval.n} | {f.interval.mean:.4g} | {ci} |")
+        few = [f"{f.condition} (n = {f.interval.n})" for f in rows if f.interval.n < FEW_SEEDS]
+        if few:
+            lines += ["", f"Caveat: fewer than {FEW_SEEDS} seeds in {', '.join(few)}. The t interval assumes "
+                      "roughly normal seed means and is wide; read such comparisons as rough."]
         if tests[metric]:
-            lines += ["", "Two-sided Mann-Whitney U between conditions (with n seeds each, the smallest "
-                      "possible p is 2/C(2n, n): 0.1 for n = 3):", ""]
-            lines += [f"- {a} vs {b}: p = {'n/a' if p is None else f'{p:.3g}'}" for a, b, p in tests[metric]]
+            sizes = {f.condition: f.interval.n for f in rows}
+            lines += ["", "Two-sided Mann-Whitney U between conditions (the smallest p possible with "
+                      "n1 and n2 seeds is 2/C(n1 + n2, n1)):", ""]
+            for a, b, p in tests[metric]:
+                floor = smallest_rank_p(sizes[a], sizes[b])
+                shown = "n/a" if p is None else f"{p:.3g}"
+                lines.append(f"- {a} vs {b}: p = {shown} (n = {sizes[a]} vs {sizes[b]}; "
+                             f"smallest possible p {floor:.3g})")
         lines.append("")
     path.write_text("\n".join(lines))
     return path

@@ -179,17 +179,18 @@ def _domain_settings(name: str, params: Mapping[str, Any]) -> tuple[dict[str, An
         ValueError: ``"domain: ..."`` for an unknown domain, ``"domain_params.<key>: ..."`` for
             a parameter its settings model refuses.
     """
-    from redqueen._registry import UnknownNameError
+    from redqueen._registry import ParameterError, UnknownNameError
     from redqueen.environments._domain import DOMAINS  # the package's import registers "code"
 
     try:
         domain = DOMAINS[name]
     except UnknownNameError as error:
         raise ValueError(f"domain: {error}") from None
-    try:
-        settings = domain.settings_model.model_validate(dict(params))
-    except ValidationError as error:
-        raise ValueError(f"domain_params.{_describe(error)}") from None
+    try:  # worded as operator and selection parameters are: "key: unknown parameter (known: ...)"
+        DOMAINS.validate(name, params)
+    except ParameterError as error:
+        raise ValueError(f"domain_params.{error}" if error.key else f"domain_params: {error}") from None
+    settings = domain.settings_model.model_validate(dict(params))
     return settings.model_dump(mode="json"), tuple(domain.task_types)
 
 

@@ -62,7 +62,7 @@ def compare_command(
     ),
     out: Path | None = typer.Option(None, "--out", help="Output folder (default DIR/compare)."),
 ) -> None:
-    """Draw metrics over time per condition with bootstrap bands; table of final values with CIs."""
+    """Draw metrics over time per condition with t bands; table of final values with CIs."""
     from redqueen.experiments.compare import DEFAULT_METRICS, compare
     from redqueen.experiments.rundir import RunDirectoryError
 

@@ -131,11 +131,11 @@ def test_arithmetic_examples_survive_a_checkpoint(arithmetic):
     [
         (
             "environment.domain_params={max_operandz: 3}",
-            "environment.domain_params.max_operandz: unknown key",
+            "environment.domain_params.max_operandz: unknown parameter (known: max_operand, max_operators)",
         ),
         (
             "environment.domain_params={max_operators: 99}",
-            "environment.domain_params.max_operators:",
+            "environment.domain_params.max_operators: input should be less than or equal to 8 (got 99)",
         ),
         ("environment.domain=algebra", "environment.domain: unknown domain 'algebra'"),
         ("environment.task_types=[arith_value, code_o]", "environment.task_types.1: 'code_o'"),
@@ -172,4 +172,66 @@ def test_two_steps_on_the_arithmetic_domain(tmp_path, arithmetic, preset):
     assert all("operators" in row and "ast_nodes" not in row for row in rows)
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(metrics) == 2 and "valid_share/arith_missing" in metrics[-1]
+    assert not any("operators" in row for row in metrics)  # summaries are domain/arithmetic/...
     assert "domain: arithmetic" in (out / "config.yaml").read_text()
+
+
+def test_summary_measures_are_namespaced_by_domain(arithmetic):
+    """A domain's summary measures enter ``metrics.jsonl`` as ``domain/<name>/<key>``, so a
+    domain's ``depth`` or ``true_share`` never collides with a run column or another domain's."""
+    from types import SimpleNamespace
+
+    from redqueen.environments._game_env import GameEnv
+
+    domain = make_domain("arithmetic")
+    played = [PlayedTask("t", "s", "arith_value", _gen(f"<expr>{e}</expr>")) for e in ("1 + 2 * 3", "4 - 1")]
+    verify(played, domain, None, TaskBuffer(capacity=4, seed=domain.seed_examples()))
+    env = SimpleNamespace(domain=domain, cells=set(), probe_tokens=0)
+    metrics = GameEnv._task_space_metrics(env, played)
+    assert metrics["domain/arithmetic/operators"] == 1.5 and "operators" not in metrics
+
+
+def test_a_domain_s_state_is_checkpointed_and_restored(arithmetic):
+    """A domain with ``state_dict``/``load_state_dict`` gets its state saved in the environment's
+    checkpoint state and handed back on resume; one without them adds nothing."""
+    import random
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from redqueen.environments import load_domain_state, save_domain_state
+    from redqueen.environments._game_env import GameEnv
+
+    class Counting(arithmetic.ArithmeticDomain):
+        def __init__(self, *, settings=None):
+            super().__init__(settings=settings)
+            self.seen = 0
+
+        def state_dict(self):
+            return {"seen": self.seen}
+
+        def load_state_dict(self, state):
+            self.seen = int(state["seen"])
+
+    DOMAINS.register("counting_arith")(Counting)
+    try:
+        def env(domain):
+            book = SimpleNamespace(state_dict=lambda: {}, load_state_dict=lambda state: None)
+            buffer = SimpleNamespace(state_dict=lambda: {}, load_state_dict=lambda state: None)
+            return SimpleNamespace(domain=domain, step_count=3, book=book, buffer=buffer, signatures=set(),
+                                   cells=set(), py_rng=random.Random(0), np_rng=np.random.default_rng(0))
+
+        first = make_domain("counting_arith")
+        first.seen = 7
+        state = GameEnv.state_dict(env(first))
+        assert state["domain"] == {"seen": 7}
+        state = decode_state(*encode_state(state))
+        again = env(make_domain("counting_arith"))
+        GameEnv.load_state_dict(again, state)
+        assert again.domain.seen == 7
+        assert "domain" not in GameEnv.state_dict(env(make_domain("arithmetic")))
+        assert save_domain_state(make_domain("arithmetic")) is None
+        with pytest.raises(ValueError, match="no load_state_dict"):
+            load_domain_state(make_domain("arithmetic"), {"seen": 1})
+    finally:
+        DOMAINS.unregister("counting_arith")

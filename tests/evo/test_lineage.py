@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -112,3 +114,32 @@ def test_random_phylogenies_round_trip(tmp_path, data):
         (r.name, r.parents, r.origin_time, r.destruction_time, r.role, r.operator_params) for r in lin.records]
     assert all(p in back for r in back.records for p in r.parents)
     assert lin.phylogenetic_diversity(names) >= len({p for r in lin.records for p in r.parents})
+
+
+def test_lineage_records_the_operator_parameters_used_defaults_included(tmp_path):
+    """``operator_params`` in ``lineage.csv`` holds every value the operator ran with, not only
+    the ones the configuration set."""
+    import json
+
+    import numpy as np
+    import torch
+
+    from redqueen.evo import EvolutionLoop, Individual, Population, ReplacementConfig
+    from redqueen.fitness import RatingSystem
+    from redqueen.genomes import LoRAGenome
+
+    pop, lin, ratings = Population(roles=("solo",)), Lineage(), RatingSystem()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        genome = LoRAGenome.random({"net.0": (6, 4)}, rank=2, alpha=4.0, rng=gen, init="gaussian", std=0.1)
+        ind = pop.add(Individual(pop.new_id("solo"), "solo", genome))
+        lin.record_birth(ind, 0)
+        ratings.add(ind.id)
+    cfg = ReplacementConfig(cull_fraction=0.5, selection="tournament", operators={"gaussian": 1.0},
+                            operator_params={"gaussian": {"sigma": 0.3}})
+    births, _ = EvolutionLoop(pop, lin, cfg, np.random.default_rng(0)).replace(1, ratings)
+    assert births
+    lin.to_csv(tmp_path / "lineage.csv")
+    rows = list(csv.DictReader(open(tmp_path / "lineage.csv")))
+    recorded = [json.loads(r["operator_params"]) for r in rows if r["operator"] == "gaussian"]
+    assert recorded and all(p == {"fraction": 0.25, "sigma": 0.3} for p in recorded)

@@ -52,7 +52,7 @@ def test_select_checks_its_arguments():
 
 def test_select_checks_parameter_names_and_declared_ranges():
     inds = _population(4)
-    with pytest.raises(TypeError, match=r"unknown parameter 'tsize' \(known: tournsize\)"):
+    with pytest.raises(TypeError, match=r"tsize: unknown parameter \(known: tournsize\)"):
         select("tournament", inds, 2, rng=np.random.default_rng(0), tsize=2)
     with pytest.raises(ValueError, match="tournsize: input should be greater than or equal to 1"):
         select("tournament", inds, 2, rng=np.random.default_rng(0), tournsize=0)

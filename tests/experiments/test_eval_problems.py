@@ -104,3 +104,42 @@ def test_command_end_to_end_and_bad_files(tmp_path) -> None:
         assert result.exit_code == 2
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and named in lines[0] and "Traceback" not in result.output
+
+
+def test_eval_without_a_run_directory_saves_answers_statuses_and_a_breakdown(tmp_path) -> None:
+    """``eval --model ID --adapter DIR --problems FILE``: the bare model and the adapter, each
+    problem's status and parsed answer saved (wrong and unparseable apart), and scores broken
+    down by level and task type."""
+    run = _make_run(tmp_path / "run", AdapterHost(), {"student-0": "student"})
+    rows = [{**row, "level": level} for row, level in zip(ROWS, (1, 2, 2), strict=True)]
+    good = _write(tmp_path / "own.jsonl", rows)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, [
+        "eval", "--model", "tiny-coder", "--adapter", str(run / "population" / "student-0"),
+        "--problems", good, "--workers", "2", "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "eval_problems-own.json").read_text())
+    assert [s["member"] for s in report["scores"]] == ["base", "student-0"]
+    extra = report["extra"]
+    for member in ("base", "student-0"):
+        answers = extra["answers"][member]
+        assert [a["id"] for a in answers] == report["problems"]
+        assert all(a["status"] in ("correct", "wrong", "unparseable") for a in answers)
+        assert all((a["answer"] is None) == (a["status"] == "unparseable") for a in answers)
+        assert sum(extra["statuses"][member].values()) == 3
+        breakdown = extra["breakdown"][member]
+        assert {k: v[1] for k, v in breakdown["level"].items()} == {"1": 1, "2": 2}
+        assert {k: v[1] for k, v in breakdown["task"].items()} == {"code_o": 2, "code_i": 1}
+    assert "| model | correct | wrong | unparseable |" in result.stdout
+    assert "by level: 1 " in result.stdout
+    for args, named in (
+        ([], "give run directories or --model"),
+        (["--model", "tiny-coder", str(run)], "not both"),
+        (["--model", "tiny-coder", "--adapter", str(tmp_path / "absent")], "absent"),
+        (["--model", "tiny-coder", "--adapter", str(tmp_path)], "adapter_config.json"),
+    ):
+        result = CliRunner().invoke(app, ["eval", *args, "--problems", good])
+        assert result.exit_code == 2, result.output
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and named in lines[0] and "Traceback" not in result.output

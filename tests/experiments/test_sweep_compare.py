@@ -1,4 +1,4 @@
-"""Sweeps on Ray Tune and comparisons with bootstrap bands (scipy.stats), checked by hand."""
+"""Sweeps on Ray Tune and comparisons with t bands (scipy.stats), checked by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from scipy.stats import bootstrap, mannwhitneyu
+from scipy.stats import bootstrap, mannwhitneyu, sem, t
 from typer.testing import CliRunner
 
 from redqueen.experiments.cli import app
@@ -31,12 +31,11 @@ def _fake_runs(root, values: dict[str, list[list[float]]]):
 
 
 def _direct(samples):
-    ci = bootstrap((np.asarray(samples, float),), np.mean, method="percentile", n_resamples=9999,
-                   rng=np.random.default_rng(0)).confidence_interval
-    return ci.low, ci.high
+    data = np.asarray(samples, float)
+    return t.interval(0.95, data.size - 1, loc=data.mean(), scale=sem(data))
 
 
-def test_bands_and_final_values_match_a_direct_bootstrap(tmp_path):
+def test_bands_and_final_values_match_a_direct_t_interval(tmp_path):
     rng = np.random.default_rng(7)
     values = {"tournament": rng.normal(1.0, 0.5, (4, 5)).tolist(),
               "nsga2": rng.normal(2.0, 0.5, (4, 5)).tolist()}
@@ -58,6 +57,31 @@ def test_bands_and_final_values_match_a_direct_bootstrap(tmp_path):
     saved = json.loads((tmp_path / "out" / "compare.json").read_text())["best_rating"]
     assert saved["bands"][0]["low"] == pytest.approx(result.bands["best_rating"][0].low)
     assert (tmp_path / "out" / "compare.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_two_seeds_get_the_right_n_a_caveat_and_intervals_that_cover():
+    """With 2 seeds per condition the table names n = 2 (not 3), its smallest possible p (1/3),
+    warns that there are few seeds, and the interval keeps its 95% coverage where a percentile
+    bootstrap covers about half the time."""
+    import tempfile
+    from pathlib import Path
+
+    rng = np.random.default_rng(3)
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = _fake_runs(Path(tmp), {"a": [[0.0, 1.0], [0.0, 2.0]], "b": [[0.0, 3.0], [0.0, 5.0]]})
+        compare(dirs, metrics=["best_rating"], out=Path(tmp) / "out")
+        table = (Path(tmp) / "out" / "compare.md").read_text()
+    assert "n = 3" not in table and "0.1 for" not in table
+    assert "a vs b: p = 0.333 (n = 2 vs 2; smallest possible p 0.333)" in table
+    assert "Caveat: fewer than 5 seeds in a (n = 2), b (n = 2)" in table
+    from redqueen.experiments.stats import t_ci
+
+    draws = rng.normal(0.0, 1.0, (2000, 2))
+    covered = np.mean([(i := t_ci(d)).low <= 0.0 <= i.high for d in draws])
+    boot = np.mean([ci.low <= 0.0 <= ci.high for ci in (
+        bootstrap((d,), np.mean, method="percentile", n_resamples=199, rng=np.random.default_rng(0)).confidence_interval
+        for d in draws[:200])])
+    assert 0.93 <= covered <= 0.97 and boot < 0.7
 
 
 def test_grid_and_conditions_bad_input(tmp_path):

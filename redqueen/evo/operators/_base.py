@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
-from redqueen._params import unknown_keywords
 from redqueen._registry import Needs, Registry
 from redqueen.genomes import LoRAGenome, group_by_shape, lowrank_svd, split_factors
 
@@ -64,13 +63,6 @@ def _check_finite(parent: LoRAGenome, where: str, label: str = "genome") -> None
         raise ValueError(f"{where}: the {label} has non-finite factors (nan or inf) in {listed}")
 
 
-def _check_param_names(operator: object, params: Mapping[str, object], where: str) -> None:
-    """A TypeError naming an unknown keyword and the operator's known ones."""
-    unknown, known = unknown_keywords(operator, params, positional=1, context=("rng", "weights"))
-    if unknown:
-        raise TypeError(f"{where}: unknown parameter {unknown[0]!r} (known: {', '.join(known) or 'none'})")
-
-
 def _check_child(child: object, parent: LoRAGenome, where: str) -> LoRAGenome:
     if not isinstance(child, LoRAGenome):
         raise TypeError(f"{where} returned {type(child).__name__}, expected a LoRAGenome")
@@ -95,7 +87,9 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
         UnknownNameError: If ``name`` is not registered (the message lists the known names).
         TypeError: If ``genome`` is not a LoRAGenome, ``rng`` not a torch.Generator, or a
             parameter name is not the operator's.
-        ValueError: If a parameter is out of range, the parent's factors are not finite, or the
+        ValueError: If a parameter is out of the type or range the operator declares (the
+            message is worded as configuration loading words it:
+            ``mutation 'gaussian': fraction: ...``), the parent's factors are not finite, or the
             operator broke the rank/alpha contract.
     """
     operator = MUTATIONS[name]
@@ -103,7 +97,7 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
     if not isinstance(genome, LoRAGenome):
         raise TypeError(f"{where}: genome must be a LoRAGenome, got {type(genome).__name__}")
     _check_rng(rng, where)
-    _check_param_names(operator, params, where)
+    MUTATIONS.check_call(name, params, where=where, positional=1)
     _check_finite(genome, where)
     return _check_child(operator(genome, rng=rng, **params), genome, where)
 
@@ -130,7 +124,7 @@ def crossover(
         GenomeMismatchError: If the parents differ in modules, shapes or base model.
         TypeError: If a parameter name is not the operator's, or ``rng`` not a torch.Generator.
         ValueError: If the number of weights differs from the number of parents, a weight is
-            not finite, a parameter is out of range, or a parent's factors are not finite.
+            not finite, a parameter is out of the type or range the operator declares, or a parent's factors are not finite.
     """
     operator = CROSSOVERS[name]
     where = f"crossover {name!r}"
@@ -138,7 +132,7 @@ def crossover(
     if not parents or not all(isinstance(p, LoRAGenome) for p in parents):
         raise TypeError(f"{where}: parents must be a non-empty sequence of LoRAGenome")
     _check_rng(rng, where)
-    _check_param_names(operator, params, where)
+    CROSSOVERS.check_call(name, params, where=where, positional=1)
     for other in parents[1:]:
         parents[0].check_compatible(other)
     for index, parent in enumerate(parents):

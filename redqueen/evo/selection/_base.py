@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from redqueen._params import ParameterError, check_scalar_params, unknown_keywords
 from redqueen._registry import Registry
 
 #: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
@@ -44,14 +43,8 @@ def select(
             f"select({name!r}): rng must be a numpy.random.Generator or a torch.Generator, "
             f"got {type(rng).__name__}"
         )
-    unknown, known = unknown_keywords(fn, params, positional=2, context=("rng",))
-    if unknown:
-        listed = ", ".join(known) or "none"
-        raise TypeError(f"select({name!r}): unknown parameter {unknown[0]!r} (known: {listed})")
-    try:  # plain values against the types and ranges the scheme declares (``tournsize >= 1``)
-        check_scalar_params(SELECTIONS.params(name) if params else None, params)
-    except ParameterError as error:
-        raise ValueError(f"select({name!r}): {error}") from None
+    # plain values against the types and ranges the scheme declares (``tournsize >= 1``)
+    SELECTIONS.check_call(name, params, where=f"select({name!r})", positional=2)
     if k < 0:
         raise ValueError(f"select({name!r}): k must be >= 0, got {k}")
     if k == 0:

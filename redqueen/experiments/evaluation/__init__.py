@@ -17,6 +17,8 @@ Offers:
   ``redqueen eval RUN --problems FILE.jsonl``.
 - :func:`evaluate_run`: every living member of a run, the bare base model and any baselines,
   in mixed-adapter batches; writes ``eval_<suite>.json`` and ``eval_<suite>.md``.
+- :func:`evaluate_model`: a model without a run directory, bare and with each given adapter
+  folder (``redqueen eval --model ID --adapter DIR --problems FILE``).
 - :class:`EvalReport`, :class:`MemberScore`, :class:`Summary`: the records it returns.
 - :func:`compare_runs`: the paper's table (population mean, weakest member, self-play baseline).
 - :func:`redqueen.experiments.evaluation.command.eval_command`: the ``redqueen eval`` command.
@@ -32,6 +34,7 @@ from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._humaneval import HUMANEVAL_STOPS, HumanEvalSuite
 from redqueen.experiments.evaluation._problem_file import ProblemFileSuite, read_problem_file
 from redqueen.experiments.evaluation._report import EvalReport, MemberScore, Summary, summarize
+from redqueen.experiments.evaluation._standalone import evaluate_model
 from redqueen.experiments.evaluation._suite import (
     SUITES,
     BenchmarkSuite,
@@ -53,6 +56,7 @@ __all__ = [
     "Summary",
     "compare_runs",
     "comparison_table",
+    "evaluate_model",
     "evaluate_run",
     "make_suite",
     "read_problem_file",

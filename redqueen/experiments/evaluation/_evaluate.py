@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from redqueen.experiments.evaluation._contestants import (
     resolve_model,
     run_model,
 )
-from redqueen.experiments.evaluation._report import EvalReport, MemberScore
+from redqueen.experiments.evaluation._report import EvalReport, MemberScore, judged_details
 from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make_suite
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
@@ -92,7 +92,6 @@ def evaluate_run(
         RunDirectoryError: If the run directory, a baseline or an adapter cannot be read.
         redqueen._registry.UnknownNameError: If the suite name is not registered.
     """
-    import torch
 
     suite = make_suite(suite)
     # Members, roles and adapters of one step, even while the run goes on writing its next ones.
@@ -103,22 +102,70 @@ def evaluate_run(
             contestants += baseline_contestants(baseline)
         genomes = _read_genomes(contestants)
     model_name, section = run_model(run_dir)
+    dtype = section.get("dtype")
+    if host is None and dtype is not None and dtype not in _DTYPES:
+        raise RunDirectoryError(
+            f"{run_dir}/config.yaml: model.dtype {dtype!r} is not one of {sorted(_DTYPES)}"
+        )
+    report = evaluate_contestants(
+        contestants, genomes, suite, model=model_name, section=section, label=str(run_dir),
+        limit=limit, device=device, batch_size=batch_size, workers=workers, host=host,
+        cpu_threads=cpu_threads,
+    )
+    if write:
+        report.write(run_dir)
+    return report
+
+
+def evaluate_contestants(
+    contestants: Sequence[Contestant],
+    genomes: Sequence[LoRAGenome | None],
+    suite: BenchmarkSuite,
+    *,
+    model: str,
+    section: Mapping[str, Any],
+    label: str,
+    limit: int | None = None,
+    device: str = "cpu",
+    batch_size: int | None = None,
+    workers: int | None = None,
+    host: Any = None,
+    cpu_threads: int | None = None,
+) -> EvalReport:
+    """Greedy pass@1 of each contestant (its genome on ``model``, ``None``: the bare model).
+
+    The shared core of :func:`evaluate_run` and :func:`evaluate_model`. A suite that can
+    ``judge`` answers (status and parsed answer) and name ``groups`` of a problem (level, task
+    type) gets them in the report's ``extra``: ``answers`` per model and problem, and a
+    ``breakdown`` per model and group.
+
+    Args:
+        contestants: The models to score.
+        genomes: One genome per contestant (``None`` for the bare base model).
+        suite: The benchmark suite.
+        model: Base model name or path (``tiny-coder``: the shipped model).
+        section: Model settings (``dtype``, ``target_modules``, ``backend``, ``cpu_threads``).
+        label: What the report says was evaluated (a run directory, or ``model``).
+        limit, device, batch_size, workers, host, cpu_threads: As for :func:`evaluate_run`.
+
+    Raises:
+        RunDirectoryError: If an adapter does not fit the model.
+        ValueError: If the suite has no problems.
+    """
+    import torch
+
     problems = suite.problems(limit)
     if not problems:
         raise ValueError(f"benchmark {suite.name}: no problems (limit={limit})")
 
-    _log.info("%s: %d models x %d problems of %s", run_dir, len(contestants), len(problems), suite.name)
+    _log.info("%s: %d models x %d problems of %s", label, len(contestants), len(problems), suite.name)
     start = time.perf_counter()
     if host is None:
         from redqueen.engine import AdapterHost
 
         dtype = section.get("dtype")
-        if dtype is not None and dtype not in _DTYPES:
-            raise RunDirectoryError(
-                f"{run_dir}/config.yaml: model.dtype {dtype!r} is not one of {sorted(_DTYPES)}"
-            )
         host = AdapterHost(
-            resolve_model(model_name),
+            resolve_model(model),
             device=device,
             dtype=getattr(torch, dtype) if dtype else None,
             target_modules=section.get("target_modules"),
@@ -140,11 +187,11 @@ def evaluate_run(
         for adapter_id in adapter_ids:
             if adapter_id is not None:
                 host.remove_adapter(adapter_id)
-    scores, unrunnable = _check(suite, problems, contestants, texts, workers)
-    report = EvalReport(
+    scores, unrunnable, details = _check(suite, problems, contestants, texts, workers)
+    return EvalReport(
         suite=suite.name,
-        run_dir=str(run_dir),
-        model=model_name,
+        run_dir=label,
+        model=model,
         problems=tuple(problem.id for problem in problems),
         scores=tuple(scores),
         truncated_prompts=truncated,
@@ -153,11 +200,9 @@ def evaluate_run(
             "max_new_tokens": max_new_tokens,
             "device": device,
             "unrunnable_in_sandbox": unrunnable,
+            **details,
         },
     )
-    if write:
-        report.write(run_dir)
-    return report
 
 
 def _read_genomes(contestants: Sequence[Contestant]) -> list[LoRAGenome | None]:
@@ -264,9 +309,10 @@ def _check(
     contestants: Sequence[Contestant],
     texts: Sequence[Sequence[str]],
     workers: int | None,
-) -> tuple[list[MemberScore], list[str]]:
-    """Scores per contestant, and the problems the sandbox cannot run at all (if the suite
-    can tell: see ``HumanEvalSuite.unrunnable``)."""
+) -> tuple[list[MemberScore], list[str], dict[str, Any]]:
+    """Scores per contestant, the problems the sandbox cannot run at all (if the suite can
+    tell: see ``HumanEvalSuite.unrunnable``), and per-problem answers and breakdowns (if the
+    suite can ``judge``: see ``ProblemFileSuite``)."""
     from redqueen.verifiers import Executor
 
     flat_problems = [problem for _ in contestants for problem in problems]
@@ -276,8 +322,14 @@ def _check(
         for problem, text in zip(problems, row, strict=True)
     ]
     preload = tuple(getattr(suite, "preload", ()))
+    judge = getattr(suite, "judge", None)
+    judged: list[tuple[str, str | None]] | None = None
     with Executor(workers=workers, timeout=suite.timeout, preload=preload) as executor:
-        verdicts = suite.check(flat_problems, flat, executor)
+        if callable(judge):
+            judged = list(judge(flat_problems, flat, executor))
+            verdicts = [status == "correct" for status, _ in judged]
+        else:
+            verdicts = suite.check(flat_problems, flat, executor)
         probe = getattr(suite, "unrunnable", None)
         unrunnable = list(probe(problems, executor)) if callable(probe) else []
     scores = []
@@ -296,4 +348,8 @@ def _check(
                 ),
             )
         )
-    return scores, unrunnable
+    details: dict[str, Any] = {}
+    if judged is not None:
+        groups = getattr(suite, "groups", None)
+        details = judged_details(scores, problems, judged, groups if callable(groups) else None)
+    return scores, unrunnable, details

@@ -13,9 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redqueen.experiments.evaluation._suite import Problem
+
+if TYPE_CHECKING:
+    from redqueen.verifiers import Executor
 
 __all__ = ["PROBLEM_TASK_TYPES", "ProblemFileSuite", "read_problem_file"]
 
@@ -164,15 +167,28 @@ class ProblemFileSuite:
         self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
     ) -> list[bool]:
         """Parse each answer for its task type and judge it in the sandbox."""
-        from redqueen.verifiers import AnswerStatus, check_answers
+        return [status == "correct" for status, _ in self.judge(problems, completions, executor)]
+
+    def judge(
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Executor
+    ) -> list[tuple[str, str | None]]:
+        """Each answer's status (``correct``, ``wrong`` or ``unparseable``) and the answer as
+        parsed (``None`` when unparseable), so a report can tell wrong from unparseable."""
+        from redqueen.verifiers import check_answers
         from redqueen.verifiers.formats import parse_solution
 
         if len(problems) != len(completions):
             raise ValueError(
                 f"{self.name}: {len(problems)} problems but {len(completions)} completions"
             )
-        items = [
-            (self._task(p.data), parse_solution(p.data["task"], text))
-            for p, text in zip(problems, completions, strict=True)
-        ]
-        return [status == AnswerStatus.CORRECT for status in check_answers(items, executor)]
+        answers = [parse_solution(p.data["task"], text) for p, text in zip(problems, completions, strict=True)]
+        items = [(self._task(p.data), answer) for p, answer in zip(problems, answers, strict=True)]
+        statuses = check_answers(items, executor)
+        return [(str(status), answer) for status, answer in zip(statuses, answers, strict=True)]
+
+    @staticmethod
+    def groups(problem: Problem) -> dict[str, str]:
+        """What a report breaks scores down by: the problem's ``level`` (``-`` when the file
+        gives none) and ``task`` type."""
+        level = problem.data.get("level")
+        return {"level": "-" if level is None else str(level), "task": str(problem.data["task"])}

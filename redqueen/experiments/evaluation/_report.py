@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -254,6 +254,7 @@ class EvalReport:
             )
         if self.base is not None:
             lines.append(f"- base model without adapter: {self.base.pass_at_1:.3f}")
+        lines += _judged_markdown(self.extra)
         return "\n".join(lines) + "\n"
 
     def write(self, directory: str | Path) -> tuple[Path, Path]:
@@ -264,6 +265,72 @@ class EvalReport:
         json_path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
         md_path.write_text(self.to_markdown())
         return json_path, md_path
+
+
+def judged_details(
+    scores: Sequence[MemberScore],
+    problems: Sequence[Any],
+    judged: Sequence[tuple[str, str | None]],
+    groups: Callable[[Any], Mapping[str, str]] | None,
+) -> dict[str, Any]:
+    """The per-problem record of a judged suite, for a report's ``extra``.
+
+    Args:
+        scores: One score per model, in the order the judged answers come (model-major).
+        problems: The problems (objects with ``id``), in order.
+        judged: ``(status, parsed answer)`` per model and problem.
+        groups: What to break scores down by per problem (``{"level": "2", "task": "code_o"}``).
+
+    Returns:
+        ``answers``: per model, one ``{"id", <groups>, "status", "answer"}`` per problem; ``statuses``: per
+        model, how many answers were ``correct``, ``wrong`` and ``unparseable``; ``breakdown``
+        (when ``groups`` is given): per model, group and value, ``[passed, total]``.
+    """
+    n = len(problems)
+    answers: dict[str, list[dict[str, Any]]] = {}
+    statuses: dict[str, dict[str, int]] = {}
+    breakdown: dict[str, dict[str, dict[str, list[int]]]] = {}
+    for index, score in enumerate(scores):
+        rows = judged[index * n : (index + 1) * n]
+        answers[score.member] = [
+            {"id": problem.id, **(groups(problem) if groups else {}), "status": status, "answer": answer}
+            for problem, (status, answer) in zip(problems, rows, strict=True)
+        ]
+        counts = {"correct": 0, "wrong": 0, "unparseable": 0}
+        for status, _ in rows:
+            counts[status] = counts.get(status, 0) + 1
+        statuses[score.member] = counts
+        if groups is None:
+            continue
+        table: dict[str, dict[str, list[int]]] = {}
+        for problem, (status, _) in zip(problems, rows, strict=True):
+            for key, value in groups(problem).items():
+                cell = table.setdefault(key, {}).setdefault(value, [0, 0])
+                cell[0] += status == "correct"
+                cell[1] += 1
+        breakdown[score.member] = table
+    details: dict[str, Any] = {"answers": answers, "statuses": statuses}
+    if groups is not None:
+        details["breakdown"] = breakdown
+    return details
+
+
+def _judged_markdown(extra: Mapping[str, Any]) -> list[str]:
+    """Status counts and the breakdown by group, when the suite judged answers one by one."""
+    statuses = extra.get("statuses") or {}
+    if not statuses:
+        return []
+    lines = ["", "| model | correct | wrong | unparseable |", "| --- | ---: | ---: | ---: |"]
+    for member, counts in statuses.items():
+        lines.append(
+            f"| {member} | {counts.get('correct', 0)} | {counts.get('wrong', 0)} | "
+            f"{counts.get('unparseable', 0)} |"
+        )
+    for member, table in (extra.get("breakdown") or {}).items():
+        for key, cells in table.items():
+            parts = [f"{value} {passed}/{total}" for value, (passed, total) in sorted(cells.items())]
+            lines.append(f"- {member} by {key}: {', '.join(parts)}")
+    return lines
 
 
 def across_runs(reports: Sequence[EvalReport], *, confidence: float = 0.95) -> Interval | None:

@@ -15,6 +15,7 @@ from redqueen.experiments.evaluation._compare import comparison_table, split_bas
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
 from redqueen.experiments.evaluation._report import across_runs
+from redqueen.experiments.evaluation._standalone import evaluate_model
 from redqueen.experiments.evaluation._suite import SUITES
 from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.rundir import RunDirectoryError
@@ -26,8 +27,21 @@ def _fail(message: str) -> typer.Exit:
 
 
 def eval_command(
-    run_dirs: list[Path] = typer.Argument(
-        ..., help="Run directories (config.yaml and population/); several runs (seeds) add a CI over runs."
+    run_dirs: list[Path] | None = typer.Argument(
+        None,
+        help="Run directories (config.yaml and population/); several runs (seeds) add a CI over runs. "
+        "Leave out with --model.",
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Evaluate this model (Hugging Face id, local path or tiny-coder) without a run directory.",
+    ),
+    adapter: list[Path] | None = typer.Option(
+        None, "--adapter", help="With --model: a PEFT adapter folder to score too (repeatable)."
+    ),
+    out: Path = typer.Option(
+        Path("."), "--out", help="With --model: folder for eval_<benchmark>.json/.md."
     ),
     benchmark: str = typer.Option("humaneval", "--benchmark", "-b", help="Benchmark suite name."),
     problems: Path | None = typer.Option(
@@ -60,7 +74,18 @@ def eval_command(
     ),
 ) -> None:
     """Greedy pass@1 of every living member, the base model and baselines, with bootstrap CIs;
-    writes eval_<benchmark>.json/.md into each run directory."""
+    writes eval_<benchmark>.json/.md into each run directory. With --model instead of run
+    directories: the model bare and with each --adapter, written into --out."""
+    run_dirs = list(run_dirs or [])
+    if (model is None) == (not run_dirs):
+        raise _fail("give run directories or --model, not both" if run_dirs else "give run directories or --model")
+    if adapter and model is None:
+        raise _fail("--adapter needs --model (a run directory's members are its adapters)")
+    if baseline and model is not None:
+        raise _fail("--baseline needs run directories; with --model, give adapters with --adapter")
+    for path in adapter or ():
+        if not path.exists():
+            raise _fail(f"adapter {path} does not exist")
     for run_dir in run_dirs:
         if not run_dir.is_dir():
             raise _fail(f"run directory {run_dir} does not exist")
@@ -83,6 +108,17 @@ def eval_command(
         suite = benchmark if problems is None else _problem_suite(problems, workers)
     except (RunDirectoryError, OSError, ImportError, ValueError) as error:
         raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+    if model is not None:
+        try:
+            report = evaluate_model(
+                model, suite, adapters=list(adapter or []), out=out, limit=limit, device=device,
+                batch_size=batch_size, workers=workers,
+            )
+        except (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError) as error:
+            raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
+        print(report.to_markdown())
+        print(f"wrote {out / f'eval_{report.suite}.json'} and {out / f'eval_{report.suite}.md'}")
+        return
     for run_dir in run_dirs:
         try:
             report = evaluate_run(
