@@ -34,6 +34,9 @@ def sweep_command(
     cpus_per_trial: float = typer.Option(1.0, "--cpus-per-trial", min=0.01, help="CPUs Ray reserves per trial."),
     max_concurrent: int = typer.Option(0, "--max-concurrent", min=0, help="Trials at once (0: as CPUs allow)."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Draw each run's plots."),
+    plugins: list[str] | None = typer.Option(
+        None, "--plugin", help="Module or .py file registering operators, selections, ... (repeatable)."
+    ),
 ) -> None:
     """Run a grid of configurations over seeds as Ray Tune trials; each trial is a run directory.
 
@@ -47,7 +50,7 @@ def sweep_command(
         parsed = parse_grid(list(grid or ()))
         groups = run_sweep(config, out=target, seeds=seeds, grid=parsed, overrides=list(overrides or ()),
                            address=address, cpus_per_trial=cpus_per_trial, max_concurrent=max_concurrent,
-                           plots=plots)
+                           plots=plots, plugins=list(plugins or ()))
     except (ValueError, KeyError, OSError) as error:
         raise _fail(str(error.args[0]) if isinstance(error, KeyError) and error.args else error) from None
     for name, runs in groups.items():

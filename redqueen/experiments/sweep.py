@@ -127,22 +127,33 @@ def plan_trials(
 
 
 def run_trial(
-    source: str, overrides: Sequence[str], path: str | os.PathLike[str], *, plots: bool = True
+    source: str,
+    overrides: Sequence[str],
+    path: str | os.PathLike[str],
+    *,
+    plots: bool = True,
+    plugins: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Run (or continue) one trial's run directory to its last step; returns its last metrics.
 
     A directory with a ``config.yaml`` is resumed (a finished run returns at once), otherwise
     the run starts. Plots are drawn at the end when ``plots`` is set, as for ``redqueen run``.
+    ``plugins`` (modules or ``.py`` files, as ``--plugin`` takes them) are imported first, in
+    this process (a Ray trial runs in a worker of its own), and recorded in the trial's
+    ``plugins.json``; the installed ``redqueen.plugins`` entry points are loaded too.
     """
     from redqueen.experiments.config import load_config
+    from redqueen.experiments.plugins import import_plugin, load_plugins
     from redqueen.experiments.runner import resume_run, start_run
 
+    load_plugins()
+    recorded = [import_plugin(spec) for spec in plugins]
     path = Path(path)
     if (path / "config.yaml").is_file():
         runner = resume_run(path, plots=plots)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        runner = start_run(load_config(source, list(overrides)), path, plots=plots)
+        runner = start_run(load_config(source, list(overrides)), path, plots=plots, plugins=recorded)
     try:
         result = runner.run()
     finally:
@@ -155,18 +166,23 @@ def _trainable(params: dict[str, Any]) -> None:
     from ray import tune
 
     trial = params["trial"]
-    metrics = run_trial(trial["source"], trial["overrides"], trial["path"], plots=trial["plots"])
+    metrics = run_trial(
+        trial["source"], trial["overrides"], trial["path"], plots=trial["plots"],
+        plugins=trial.get("plugins", ()),
+    )
     tune.report({k: v for k, v in metrics.items() if isinstance(v, (int, float, bool))})
 
 
 def write_manifest(out: Path, source: str, grid: Mapping[str, Sequence[str]], seeds: int,
-                   overrides: Sequence[str], trials: Sequence[Trial]) -> Path:
-    """Write ``sweep.json``: the base config, grid, seeds, overrides and every trial's path."""
+                   overrides: Sequence[str], trials: Sequence[Trial],
+                   plugins: Sequence[str] = ()) -> Path:
+    """Write ``sweep.json``: the base config, grid, seeds, overrides, plug-ins and every trial's path."""
     data = {
         "config": source,
         "grid": {k: list(v) for k, v in grid.items()},
         "seeds": seeds,
         "overrides": list(overrides),
+        "plugins": list(plugins),
         "trials": [{"condition": t.condition, "seed": t.seed, "overrides": list(t.overrides),
                     "path": str(t.path.relative_to(out))} for t in trials],
     }
@@ -203,6 +219,7 @@ def run_sweep(
     cpus_per_trial: float = 1.0,
     max_concurrent: int = 0,
     plots: bool = True,
+    plugins: Sequence[str] = (),
 ) -> dict[str, list[Path]]:
     """Run every (grid point, seed) of ``source`` as Ray Tune trials; returns condition -> runs.
 
@@ -216,6 +233,9 @@ def run_sweep(
         cpus_per_trial: CPUs Ray reserves per trial.
         max_concurrent: At most this many trials at once (0: as many as the CPUs allow).
         plots: Draw each run's plots when it ends.
+        plugins: Plug-in modules or ``.py`` files, imported here before the trials are planned
+            (so the grid may name what they register) and again in every trial, and recorded
+            in each trial's ``plugins.json`` and in ``sweep.json``.
 
     Raises:
         ValueError / ConfigError: One line naming the field, before any trial starts.
@@ -229,10 +249,14 @@ def run_sweep(
         if not Path(source).is_file():
             raise ValueError(f"{source}: file not found")
         source = str(Path(source).resolve())
+    from redqueen.experiments.plugins import import_plugin, load_plugins
+
+    load_plugins()
+    plugins = [import_plugin(spec) for spec in plugins]
     grid = dict(grid or {})
     trials = plan_trials(source, grid, seeds, out, overrides)
     out.mkdir(parents=True, exist_ok=True)
-    write_manifest(out, source, grid, seeds, overrides, trials)
+    write_manifest(out, source, grid, seeds, overrides, trials, plugins)
     _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
     started_here = not ray.is_initialized()
     if started_here:
@@ -242,7 +266,8 @@ def run_sweep(
         tuner = tune.Tuner(
             tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
             param_space={"trial": tune.grid_search([
-                {"source": source, "overrides": list(t.overrides), "path": str(t.path), "plots": plots}
+                {"source": source, "overrides": list(t.overrides), "path": str(t.path),
+                 "plots": plots, "plugins": list(plugins)}
                 for t in trials
             ])},
             tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent or None, reuse_actors=True,

@@ -145,3 +145,53 @@ def _sweep_then_compare(tmp_path):
         expected = (last[0], last[0]) if len(set(last)) == 1 else _direct(last)
         assert (band["low"][-1], band["high"][-1]) == pytest.approx(expected)
     assert (out / "compare" / "compare.png").is_file()
+
+
+PLUGIN = '''
+from collections.abc import Sequence
+
+import numpy as np
+
+from redqueen.evo import Individual
+from redqueen.evo.selection import SELECTIONS
+
+
+@SELECTIONS.register("fitness_uniform_outside")
+def fitness_uniform_outside(individuals: Sequence[Individual], k: int, *, rng: np.random.Generator) -> list[int]:
+    """Uniform over fitness levels (Hutter & Legg 2006), as an outside researcher wrote it."""
+    values = np.array([ind.fitness.wvalues[0] for ind in individuals])
+    targets = rng.uniform(values.min(), values.max(), size=k)
+    return [int(np.argmin(np.abs(values - t))) for t in targets]
+'''
+
+
+@pytest.mark.slow
+def test_sweep_loads_an_outside_selection_plugin_in_every_trial_then_compare(tmp_path):
+    pytest.importorskip("ray.tune", reason="Ray Tune is not installed (the dev extra installs it)")
+    import ray
+
+    plugin = tmp_path / "fusel.py"
+    plugin.write_text(PLUGIN)
+    out = tmp_path / "study"
+    args = ["sweep", "surrogate", "--plugin", str(plugin), "--seeds", "2",
+            "--grid", "evolution.selection=tournament,fitness_uniform_outside",
+            "--set", "steps=2", "--set", "evolution.replace_every=1", "--no-plots", "--out", str(out)]
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        # Without the plug-in the grid names an unknown scheme: refused before any trial.
+        refused = runner.invoke(app, [a for a in args if a not in ("--plugin", str(plugin))])
+        assert refused.exit_code == 2 and "fitness_uniform_outside" in refused.stderr
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    finally:
+        ray.shutdown()
+    assert json.loads((out / "sweep.json").read_text())["plugins"] == [str(plugin.resolve())]
+    runs = [run for paths in find_conditions([out]).values() for run in paths]
+    assert len(runs) == 4
+    for run in runs:  # every trial records the plug-in it ran with, so `resume` can find it
+        assert RunDirectory(run).read_plugins() == [str(plugin.resolve())]
+    shown = runner.invoke(app, ["compare", str(out), "--metric", "best_rating"])
+    assert shown.exit_code == 0, shown.output
+    assert "evolution.selection=fitness_uniform_outside" in shown.stdout
