@@ -456,7 +456,7 @@ def _undo_start(env: Any, lock: RunLock | None, staging: Path | None, created: l
         steps.append(lock.release)
     if staging is not None:
         steps.append(lambda: _remove_staging(staging))
-    steps.extend((lambda path=path: path.rmdir()) for path in reversed(created))
+    steps.extend(path.rmdir for path in reversed(created))
     for step in steps:
         try:
             step()
