@@ -398,3 +398,70 @@ def test_a_plugin_that_ends_the_process_at_import_is_reported(tmp_path, code):
     line = _error_line(result)
     assert "hard_exit.py" in line and "ended the process" in line
     assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ the same rules on the writing side
+def _genome(finite: bool = True):
+    import torch
+
+    from redqueen.genomes import LoRAGenome
+
+    genome = LoRAGenome.random(
+        {"model.layers.0.self_attn.q_proj": (8, 8)}, rank=2, alpha=4.0,
+        rng=torch.Generator().manual_seed(0), init="gaussian",
+    )
+    if not finite:
+        genome.factors("model.layers.0.self_attn.q_proj")[0].fill_(float("nan"))
+    return genome
+
+
+def _bare_run(tmp_path: Path) -> RunDirectory:
+    run = RunDirectory(tmp_path / "run")
+    run.path.mkdir()
+    run.write_config({"steps": 1})
+    return run
+
+
+@pytest.mark.parametrize("bad", ["../escape", "ABSOLUTE", "a\nb"])
+def test_writing_a_population_checks_every_id_before_writing_any(tmp_path, bad):
+    bad = str(tmp_path / "escape") if bad == "ABSOLUTE" else bad
+    run = _bare_run(tmp_path)
+    with pytest.raises(ValueError, match="member id"):
+        run.write_population([("student-0000", _genome()), (bad, _genome())], base_model=None)
+    assert not run.population_dir.exists() and not (tmp_path / "escape").exists()
+
+
+def test_writing_a_snapshot_checks_every_id_before_writing_any(tmp_path):
+    from types import SimpleNamespace
+
+    from redqueen.experiments.snapshots import write_snapshots
+
+    run = _bare_run(tmp_path)
+    members = [SimpleNamespace(id=i, role="student", genome=_genome(), rating=None)
+               for i in ("student-0000", "../../escape")]
+    with pytest.raises(ValueError, match="member id"):
+        write_snapshots(run.path, {2: members}, base_model=None)
+    assert not (run.path / "snapshots").exists() and not (tmp_path / "escape").exists()
+
+
+def test_export_refuses_an_adapter_with_non_finite_factors(tmp_path):
+    run = _bare_run(tmp_path)
+    run.write_population([("student-0001", _genome(finite=False))], base_model="base")
+    result = cli.invoke(app, ["export", str(run.path), "student-0001", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "non-finite" in _error_line(result)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_link_planted_while_a_run_goes_is_refused_not_followed(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep me\n")
+    runner = start_run(load_config("surrogate", SETTINGS), tmp_path / "run", plots=False)
+    try:
+        (runner.run_dir.path / "metrics.jsonl").unlink()
+        (runner.run_dir.path / "metrics.jsonl").symlink_to(victim)
+        with pytest.raises(ValueError, match="symbolic link"):
+            runner.run()
+    finally:
+        runner.close()
+    assert victim.read_text() == "keep me\n"
