@@ -382,7 +382,7 @@ def start_run(
     previous = _stop_on_sigterm()
     try:
         try:
-            created = _make_parents(target.parent)
+            _make_parents(target.parent, created)
             staging.mkdir()
             made_staging = True
         except OSError as error:
@@ -421,8 +421,9 @@ _STAGED_FILES = frozenset(
 )
 
 
-def _make_parents(folder: Path) -> list[Path]:
-    """Create ``folder`` and its missing parents; return those this call created, outermost first.
+def _make_parents(folder: Path, created: list[Path]) -> None:
+    """Create ``folder`` and its missing parents, appending to ``created`` each one this call
+    made, outermost first (as it goes, so a failure half-way still knows what it made).
 
     A folder that someone else creates in the meantime is not counted as ours.
     """
@@ -432,14 +433,12 @@ def _make_parents(folder: Path) -> list[Path]:
         if folder.parent == folder:
             break
         folder = folder.parent
-    created = []
     for path in reversed(missing):
         try:
             path.mkdir()
         except FileExistsError:
             continue
         created.append(path)
-    return created
 
 
 def _undo_start(env: Any, lock: RunLock | None, staging: Path | None, created: list[Path]) -> None:

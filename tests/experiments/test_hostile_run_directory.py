@@ -255,6 +255,20 @@ def test_a_failed_start_removes_the_folders_it_created_when_nothing_else_is_ther
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_start_that_fails_half_way_through_making_parents_removes_the_ones_it_made(tmp_path, monkeypatch):
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self.name == "b":
+            raise PermissionError(13, "Permission denied")
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(ValueError, match="Permission denied"):
+        start_run(load_config("surrogate", SETTINGS), tmp_path / "a" / "b" / "run", plots=False)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_failing_clean_up_still_removes_the_staging_folder(tmp_path, monkeypatch):
     class Env:
         def close(self):
