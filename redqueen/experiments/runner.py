@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from redqueen.experiments._safe_paths import check_member_id
+from redqueen.experiments._staging import make_parents, restore_signals, sigterm_raises, undo_start
 from redqueen.experiments.checkpoint import (
     Checkpoint,
     latest_checkpoint,
@@ -38,7 +39,7 @@ from redqueen.experiments.checkpoint import (
     save_checkpoint,
 )
 from redqueen.experiments.monitor import Monitor
-from redqueen.experiments.rundir import LOG_FILES, RunDirectory
+from redqueen.experiments.rundir import RunDirectory
 from redqueen.experiments.runlock import RunLock
 
 if TYPE_CHECKING:  # the environments package pulls in the engine; the runner only drives it
@@ -379,10 +380,10 @@ def start_run(
     made_staging = False
     env: Environment | None = None
     lock: RunLock | None = None
-    previous = _stop_on_sigterm()
+    previous = sigterm_raises()
     try:
         try:
-            _make_parents(target.parent, created)
+            make_parents(target.parent, created)
             staging.mkdir()
             made_staging = True
         except OSError as error:
@@ -400,10 +401,10 @@ def start_run(
             target.rmdir()
         os.replace(staging, target)
     except BaseException:
-        _undo_start(env, lock, staging if made_staging else None, created)
+        undo_start(env, lock, staging if made_staging else None, created)
         raise
     finally:
-        Runner._restore_signals(previous)
+        restore_signals(previous)
     run_dir = RunDirectory(target)
     return Runner(
         env=env,
@@ -413,75 +414,6 @@ def start_run(
         lock=lock,
         **_runner_settings(config),
     )
-
-
-#: What a start writes into its staging folder; a failed start removes these names and no other.
-_STAGED_FILES = frozenset(
-    {"config.yaml", "plugins.json", ".lock", ".config.yaml.tmp", ".plugins.json.tmp", *LOG_FILES.values()}
-)
-
-
-def _make_parents(folder: Path, created: list[Path]) -> None:
-    """Create ``folder`` and its missing parents, appending to ``created`` each one this call
-    made, outermost first (as it goes, so a failure half-way still knows what it made).
-
-    A folder that someone else creates in the meantime is not counted as ours.
-    """
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    for path in reversed(missing):
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        created.append(path)
-
-
-def _undo_start(env: Any, lock: RunLock | None, staging: Path | None, created: list[Path]) -> None:
-    """Undo a failed start: close, unlock, then remove what this call created, and only that.
-
-    Each step runs even if an earlier one fails. The staging folder loses the files a start
-    writes (:data:`_STAGED_FILES`); it and the parent folders this call made are removed only
-    when empty, so a folder another run has started in since is kept with all it holds.
-    """
-    steps: list[Callable[[], None]] = []
-    if env is not None:
-        steps.append(env.close)
-    if lock is not None:
-        steps.append(lock.release)
-    if staging is not None:
-        steps.append(lambda: _remove_staging(staging))
-    steps.extend(path.rmdir for path in reversed(created))
-    for step in steps:
-        try:
-            step()
-        except Exception as error:  # clean-up goes on; the error that failed the start is raised
-            _log.debug("clean-up after a failed start: %s: %s", type(error).__name__, error)
-
-
-def _remove_staging(staging: Path) -> None:
-    for entry in os.scandir(staging):
-        if entry.name in _STAGED_FILES and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.path)
-    staging.rmdir()
-
-
-def _stop_on_sigterm() -> dict[int, Any] | None:
-    """Make SIGTERM raise ``SystemExit(143)`` while a run starts, so its clean-up runs.
-
-    Its default action ends the process at once and would leave the staging folder behind.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return None
-
-    def handler(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    return {signal.SIGTERM: signal.signal(signal.SIGTERM, handler)}
 
 
 def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int | None = None) -> Runner:
