@@ -15,6 +15,11 @@ Layout (see DESIGN.md, "Run directory")::
 
 The three JSON-lines logs are append-only. A checkpoint records their byte sizes, so a resumed
 run cuts away whatever was written after the checkpoint it restarts from and no row appears twice.
+
+Nothing in the directory steers where files go: member ids become folder names only after
+:func:`~redqueen.experiments._safe_paths.check_member_id`, :meth:`RunDirectory.require` refuses a
+directory holding a symbolic link or special file, and files are opened through
+:func:`~redqueen.experiments._safe_paths.open_in` (no link followed below the run directory).
 What a run directory promises is written down in ``docs/run-directory.md``.
 """
 
