@@ -118,6 +118,7 @@ def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[
         extra="allow" if open_ended else "forbid",
         arbitrary_types_allowed=True,
         protected_namespaces=(),
+        allow_inf_nan=False,
     )
     with warnings.catch_warnings():  # a parameter may shadow a BaseModel attribute (``copy``)
         warnings.simplefilter("ignore")

@@ -5,6 +5,7 @@ small helpers the plot functions use. :mod:`redqueen.experiments.plots` holds th
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import math
 import os
@@ -20,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from redqueen._registry import Registry  # noqa: E402
+from redqueen.experiments._safe_paths import read_in  # noqa: E402
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryError  # noqa: E402
 
 _log = logging.getLogger(__name__)
@@ -81,8 +83,8 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
     lineage: list[dict[str, str]] = []
     if run_dir.lineage_path.is_file():
         try:
-            with open(run_dir.lineage_path, newline="", encoding="utf-8") as handle:
-                lineage = list(csv.DictReader(handle))
+            text = read_in(run_dir.path, run_dir.lineage_path.name).decode("utf-8")
+            lineage = list(csv.DictReader(io.StringIO(text, newline="")))
         except (UnicodeDecodeError, csv.Error) as error:
             raise RunDirectoryError(f"{run_dir.lineage_path}: not a readable CSV file ({error})") from None
         if lineage and "id" not in lineage[0]:

@@ -1,4 +1,12 @@
-"""YAML reading that refuses a mapping with the same key twice (PyYAML keeps the last)."""
+"""YAML reading that refuses a mapping with the same key twice (PyYAML keeps the last), and
+documents too big to be a configuration, before anything is built from them.
+
+Aliases let a few hundred bytes stand for billions of values ("billion laughs"): PyYAML builds
+them as shared objects, but everything that walks the result afterwards (validation, dumping
+the resolved ``config.yaml``) walks the expansion. So the document is first composed into its
+node graph, where an alias is one shared node, and the size of its expansion is counted on that
+graph; only a document within :data:`MAX_NODES` is turned into Python objects.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,16 @@ from typing import Any
 
 import yaml
 
-__all__ = ["safe_load"]
+__all__ = ["MAX_BYTES", "MAX_NODES", "YAMLLimitError", "safe_load"]
+
+#: Largest YAML text read (a resolved configuration is a few kilobytes).
+MAX_BYTES = 1 << 20
+#: Most nodes a document may have once its aliases are expanded.
+MAX_NODES = 100_000
+
+
+class YAMLLimitError(yaml.YAMLError):
+    """A document over :data:`MAX_BYTES`, or whose aliases expand past :data:`MAX_NODES`."""
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -35,5 +52,55 @@ def safe_load(text: str | bytes) -> object:
     Raises:
         yaml.YAMLError: On invalid YAML or a repeated key (its ``problem_mark`` is the
             repeated key's position).
+        YAMLLimitError: On a text over :data:`MAX_BYTES`, an alias that contains itself, or
+            aliases that expand past :data:`MAX_NODES` nodes (checked before expanding).
     """
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    if len(text) > MAX_BYTES:
+        raise YAMLLimitError(f"{len(text)} bytes, more than the {MAX_BYTES} a configuration may have")
+    loader = _UniqueKeyLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise YAMLLimitError("nested too deeply") from None
+        if node is None:
+            return None
+        _check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the nodes of ``root`` with every alias expanded, without expanding any."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            active.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_NODES:
+                raise YAMLLimitError(
+                    f"aliases expand to more than {MAX_NODES} values (line {node.start_mark.line + 1}); "
+                    "refused before expanding"
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            raise YAMLLimitError(f"an alias refers to its own anchor (line {node.start_mark.line + 1})")
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []

@@ -16,6 +16,7 @@ code either; one that needs more than that is refused.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -102,7 +103,7 @@ class Checkpoint:
 
     def _read(self, path: Path) -> bytes:
         try:
-            data = path.read_bytes()
+            data = _read_no_link(path)
         except FileNotFoundError:
             raise CheckpointError(f"{path} is missing") from None
         except OSError as error:
@@ -136,6 +137,18 @@ def _load_legacy(path: Path) -> dict[str, Any]:
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: expected a mapping, got {type(state).__name__}")
     return state
+
+
+def _read_no_link(path: Path) -> bytes:
+    """The bytes of ``path``, refusing (not following) a symbolic link in its place."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise CheckpointError(f"{path} is a symbolic link; refused, not followed") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
 def _write_synced(path: Path, data: bytes) -> None:
@@ -245,7 +258,7 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     path = Path(path)
     meta_path = path / META_FILE
     try:
-        meta = json.loads(meta_path.read_bytes().decode("utf-8"))
+        meta = json.loads(_read_no_link(meta_path).decode("utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{meta_path} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -17,6 +17,7 @@ Writes ``ciao.json`` and ``plots/ciao.png`` into the run directory. Register wit
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from dataclasses import asdict, dataclass
@@ -26,6 +27,8 @@ from typing import Any
 import numpy as np
 import typer
 
+from redqueen.experiments._safe_paths import check_links
+from redqueen.experiments.rundir import write_atomic
 from redqueen.experiments.snapshots import SnapshotMember, read_snapshots
 
 #: Seat of each role in a CIAO match: (proposer roles, solver roles) per kind of run.
@@ -143,11 +146,13 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
     import matplotlib.pyplot as plt
 
     run_path = Path(run_path)
+    check_links(run_path, "plots")
     json_path = run_path / "ciao.json"
-    json_path.write_text(
+    write_atomic(
+        json_path,
         json.dumps(
             {**asdict(result), "rows": "proposer snapshot", "columns": "solver snapshot"}, indent=1
-        )
+        ).encode(),
     )
     matrix = np.asarray(result.solver_score)
     size = 2.0 + 0.6 * len(result.steps)
@@ -176,8 +181,10 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
     fig.tight_layout()
     plot_path = run_path / "plots" / "ciao.png"
     plot_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(plot_path, dpi=120)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
+    write_atomic(plot_path, png.getvalue())
     return json_path, plot_path
 
 

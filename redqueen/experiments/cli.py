@@ -292,6 +292,7 @@ def _import_confirmed_plugins(run_dir: Path, trust: bool, named: list[str]) -> N
     from redqueen.experiments.rundir import RunDirectory
 
     run = RunDirectory(run_dir)
+    run.require()  # a link or special file inside is refused before any plug-in runs
     recorded = run.read_plugins()
     pending = [spec for spec in recorded if spec not in sys.modules]
     confirmed = {str(Path(n).resolve()) if Path(n).suffix == ".py" else n for n in named}

@@ -15,6 +15,7 @@ own keys are merged over the base's, recursively.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from redqueen._registry import Registry
-from redqueen.experiments._yaml import safe_load
+from redqueen.experiments._yaml import MAX_BYTES, safe_load
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _FIELD_MESSAGE = re.compile(r"^[A-Za-z_][\w.]*: ")
@@ -39,9 +40,35 @@ class ConfigError(ValueError):
 
 
 class _Section(BaseModel):
-    """Base of every section: unknown keys are errors, values are immutable once validated."""
+    """Base of every section: unknown keys are errors, values are immutable once validated,
+    and every number is finite (``.inf`` and ``.nan`` are refused, in free-form mappings too)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite_numbers(cls, data: Any) -> Any:
+        bad = _non_finite(data)
+        if bad is not None:
+            raise ValueError(f"{bad}: must be a finite number")
+        return data
+
+
+def _non_finite(value: Any, path: str = "") -> str | None:
+    """Dotted path of the first non-finite float in plain data, or ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "value"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            found = _non_finite(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found = _non_finite(item, f"{path}.{index}" if path else str(index))
+            if found is not None:
+                return found
+    return None
 
 
 class ModelConfig(_Section):
@@ -78,9 +105,9 @@ class PopulationConfig(_Section):
     students: int = Field(4, ge=0)
     solo: int = Field(4, ge=0)
     rank: int = Field(8, ge=1)
-    alpha: float = Field(16.0, gt=0)
+    alpha: float = Field(16.0, gt=0, le=1e4)
     init: Literal["peft", "gaussian"] = "peft"
-    init_std: float = Field(0.02, gt=0)
+    init_std: float = Field(0.02, gt=0, le=10)
 
 
 class TeacherRewardConfig(_Section):
@@ -295,11 +322,11 @@ class LearnerSettings(_Section):
     each split into ``minibatches`` optimizer steps. ``lr: 0`` is accepted: the same
     computation without learning, the control of an experiment on what learning adds."""
 
-    lr: float = Field(1e-4, ge=0)
-    clip: float = Field(0.2, gt=0)
-    max_grad_norm: float = Field(1.0, gt=0)
-    weight_decay: float = Field(0.0, ge=0)
-    kl_coef: float = Field(0.0, ge=0)
+    lr: float = Field(1e-4, ge=0, le=10)
+    clip: float = Field(0.2, gt=0, le=100)
+    max_grad_norm: float = Field(1.0, gt=0, le=1e6)
+    weight_decay: float = Field(0.0, ge=0, le=100)
+    kl_coef: float = Field(0.0, ge=0, le=1e6)
     epochs: int = Field(1, ge=1)
     minibatches: int = Field(1, ge=1)
     micro_batch_size: int = Field(16, ge=1)
@@ -308,7 +335,7 @@ class LearnerSettings(_Section):
 class SamplingConfig(_Section):
     """Sampling of proposals and answers (the policy gradient assumes temperature 1)."""
 
-    temperature: float = Field(1.0, ge=0)
+    temperature: float = Field(1.0, ge=0, le=100)
     top_p: float = Field(1.0, gt=0, le=1)
 
 
@@ -399,6 +426,8 @@ for _path in sorted(PRESET_DIR.glob("*.yaml")):
 
 def _read_yaml(path: Path, label: str) -> dict[str, Any]:
     try:
+        if path.stat().st_size > MAX_BYTES:
+            raise ConfigError(f"{label}: {path.stat().st_size} bytes, more than a configuration may have ({MAX_BYTES})")
         data = safe_load(path.read_text())
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)

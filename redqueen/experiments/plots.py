@@ -14,6 +14,7 @@ Objective values are taken as "larger is better" (ratings, rewards, solve rates)
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections import defaultdict
@@ -38,6 +39,8 @@ from redqueen.experiments._plot_base import (  # noqa: E402
     _series,
     load_run_data,
 )
+from redqueen.experiments._safe_paths import check_links  # noqa: E402
+from redqueen.experiments.rundir import write_atomic  # noqa: E402
 
 __all__ = ["PLOTS", "PlotReport", "RunData", "SkipPlot", "load_run_data", "make_plots"]
 
@@ -57,6 +60,8 @@ def make_plots(
         The files written and a note per plot skipped for lack of data.
     """
     data = load_run_data(path)
+    if out_dir is None:
+        check_links(data.path, "plots")  # never draw through a link planted in the run directory
     target = Path(out_dir) if out_dir is not None else data.path / "plots"
     target.mkdir(parents=True, exist_ok=True)
     written, notes = [], []
@@ -69,8 +74,10 @@ def make_plots(
             continue
         file = target / f"{name}.png"
         figure.tight_layout()
-        figure.savefig(file, dpi=110, bbox_inches="tight")
+        image = io.BytesIO()
+        figure.savefig(image, format="png", dpi=110, bbox_inches="tight")
         plt.close(figure)
+        write_atomic(file, image.getvalue())
         written.append(file)
     return PlotReport(written, notes)
 

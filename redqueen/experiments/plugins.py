@@ -3,14 +3,27 @@ installed packages, and modules or ``.py`` files named with ``--plugin``.
 
 Every command that reads a registry (``run``, ``resume``, ``list``, ``plot``, ``eval``) calls
 :func:`load_plugins` and :func:`import_plugin` from here; errors are one line naming the plug-in.
+
+A plug-in that raises or calls ``sys.exit`` while being imported is caught like any error. One
+that ends the process outright (``os._exit``, a signal) cannot be caught in the process it
+ends, and would make a command exit 0 having done nothing. So each plug-in is first imported in
+a forked child (:func:`_check_import_survives`): cheap, since the child shares the parent's
+already imported modules, and the child reports back through a pipe that its import returned.
+If it did not, the plug-in is refused before the real import. A plug-in's import therefore
+runs twice and must be repeatable (it already must be: ``resume`` imports it again).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
+import os
+import signal
 import sys
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 #: Modules whose import fills the registries that ``redqueen list`` shows.
@@ -38,6 +51,9 @@ def load_plugins() -> None:
     for module in PLUGIN_MODULES:
         importlib.import_module(module)
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        label = f"{entry.name} ({entry.value}, entry point {ENTRY_POINT_GROUP})"
+        if entry.module not in sys.modules:
+            _check_import_survives(label, entry.load)
         try:
             entry.load()
         except KeyboardInterrupt:
@@ -69,14 +85,11 @@ def import_plugin(spec: str) -> str:
                 module_spec = importlib.util.spec_from_file_location(name, path)
                 if module_spec is None or module_spec.loader is None:
                     raise ValueError(f"plugin {spec}: cannot be imported as a module")
-                module = importlib.util.module_from_spec(module_spec)
-                sys.modules[name] = module
-                try:
-                    module_spec.loader.exec_module(module)
-                except BaseException:
-                    del sys.modules[name]
-                    raise
+                _check_import_survives(spec, lambda: _exec_file(name, module_spec))
+                _exec_file(name, module_spec)
             return str(path)
+        if spec not in sys.modules:
+            _check_import_survives(spec, lambda: importlib.import_module(spec))
         importlib.import_module(spec)
         return spec
     except ValueError:
@@ -87,6 +100,69 @@ def import_plugin(spec: str) -> str:
         raise
     except BaseException as error:  # the plug-in's own code may raise anything while importing
         raise ValueError(f"plugin {spec}: cannot import ({type(error).__name__}: {one_line(error)})") from None
+
+
+def _exec_file(name: str, module_spec: importlib.machinery.ModuleSpec) -> None:
+    assert module_spec.loader is not None
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+
+
+def _check_import_survives(label: str, load: Callable[[], object]) -> None:
+    """Run ``load`` in a forked child first; refuse the plug-in if it ended that process.
+
+    The child's output is discarded and its errors ignored: the real import, done next in this
+    process, reports those. Where ``fork`` is unavailable the check is skipped.
+
+    Raises:
+        ValueError: Naming the plug-in and how the child ended.
+    """
+    if not hasattr(os, "fork"):
+        return
+    read_end, write_end = os.pipe()
+    try:
+        with warnings.catch_warnings():  # fork() of a threaded process warns (3.12+); the child only imports
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return
+    if pid == 0:  # the child: import, say so, and leave without running any exit handler
+        try:
+            os.close(read_end)
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            try:
+                load()
+            except BaseException:  # noqa: S110 - reported by the real import in the parent
+                pass
+            os.write(write_end, b"ok")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        answer = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if answer == b"ok":
+        return
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit status {code}"
+    raise ValueError(
+        f"plugin {label}: ended the process while being imported ({how}, e.g. os._exit); refused"
+    )
 
 
 def one_line(error: BaseException) -> str:

@@ -15,6 +15,11 @@ Layout (see DESIGN.md, "Run directory")::
 
 The three JSON-lines logs are append-only. A checkpoint records their byte sizes, so a resumed
 run cuts away whatever was written after the checkpoint it restarts from and no row appears twice.
+
+Nothing in the directory steers where files go: member ids become folder names only after
+:func:`~redqueen.experiments._safe_paths.check_member_id`, :meth:`RunDirectory.require` refuses a
+directory holding a symbolic link or special file, and files are opened through
+:func:`~redqueen.experiments._safe_paths.open_in` (no link followed below the run directory).
 What a run directory promises is written down in ``docs/run-directory.md``.
 """
 
@@ -33,6 +38,14 @@ from typing import IO, Any
 import yaml
 
 from redqueen.experiments._fsync import fsync_directory
+from redqueen.experiments._safe_paths import (
+    UnsafePathError,
+    check_links,
+    check_member_id,
+    check_tree,
+    open_in,
+    read_in,
+)
 from redqueen.experiments._yaml import safe_load
 from redqueen.experiments.runlock import (
     SNAPSHOT_LOCK_FILE,
@@ -48,6 +61,7 @@ __all__ = [
     "RunDirectoryBusyError",
     "RunDirectoryError",
     "RunLock",
+    "UnsafePathError",
     "export_adapter",
     "writer_active",
 ]
@@ -87,13 +101,18 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary sibling, fsync it and rename it over ``path``."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
+    """Write ``data`` to a temporary sibling, fsync it and rename it over ``path``.
+
+    The temporary file is opened without following a symbolic link, and the rename replaces
+    a link at ``path`` rather than writing through it.
+    """
+    tmp_name = f".{path.name}.tmp"
+    fd = open_in(path.parent, tmp_name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    os.replace(path.parent / tmp_name, path)
     fsync_directory(path.parent)
 
 
@@ -168,15 +187,29 @@ class RunDirectory:
         return self.path / LOG_FILES[kind]
 
     def require(self) -> None:
-        """Check that this is a run directory (it exists and holds ``config.yaml``).
+        """Check that this is a run directory: it exists, holds ``config.yaml``, and holds
+        nothing but directories and regular files (no symbolic link anywhere inside).
 
         Raises:
             RunDirectoryError: Naming the missing directory or file.
+            UnsafePathError: Naming a symbolic link or special file inside.
         """
         if not self.path.is_dir():
             raise RunDirectoryError(f"run directory {self.path} does not exist")
+        check_tree(self.path)
         if not self.config_path.is_file():
             raise RunDirectoryError(f"{self.config_path} is missing: not a run directory")
+
+    def check_links(self, *names: str) -> None:
+        """Refuse before writing if ``names`` (relative paths) pass through a symbolic link.
+
+        Raises:
+            UnsafePathError: Naming the link.
+        """
+        check_links(self.path, *names)
+
+    def _read(self, name: str) -> bytes:
+        return read_in(self.path, name)
 
     # ----------------------------------------------------------------- config
     def write_config(self, data: Mapping[str, Any]) -> None:
@@ -192,7 +225,7 @@ class RunDirectory:
         """
         self.require()
         try:
-            data = safe_load(self.config_path.read_bytes().decode("utf-8"))
+            data = safe_load(self._read(self.config_path.name).decode("utf-8"))
         except UnicodeDecodeError as error:
             raise RunDirectoryError(f"{self.config_path}: not UTF-8 text (byte {error.start})") from None
         except yaml.YAMLError as error:
@@ -212,10 +245,12 @@ class RunDirectory:
         Raises:
             RunDirectoryError: If ``plugins.json`` is not a JSON list of strings.
         """
-        if not self.plugins_path.is_file():
+        try:
+            data = self._read(self.plugins_path.name)
+        except FileNotFoundError:
             return []
         try:
-            plugins = json.loads(self.plugins_path.read_bytes().decode("utf-8"))
+            plugins = json.loads(data.decode("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             plugins = None
         if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
@@ -225,9 +260,10 @@ class RunDirectory:
     # ------------------------------------------------------------------- logs
     def open_logs(self) -> None:
         """Open the three logs for appending (creating them if needed)."""
-        for kind in LOG_FILES:
+        for kind, name in LOG_FILES.items():
             if kind not in self._handles:
-                self._handles[kind] = open(self.log_path(kind), "a", encoding="utf-8")
+                fd = open_in(self.path, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                self._handles[kind] = os.fdopen(fd, "a", encoding="utf-8")
 
     def append(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> None:
         """Append rows to the ``kind`` log, one JSON object a line, and flush."""
@@ -252,10 +288,18 @@ class RunDirectory:
 
     def log_offsets(self) -> dict[str, int]:
         """Current byte size of each log, by file name."""
-        return {
-            name: (self.path / name).stat().st_size if (self.path / name).exists() else 0
-            for name in LOG_FILES.values()
-        }
+        offsets = {}
+        for name in LOG_FILES.values():
+            try:
+                fd = open_in(self.path, name, os.O_RDONLY)
+            except FileNotFoundError:
+                offsets[name] = 0
+                continue
+            try:
+                offsets[name] = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+        return offsets
 
     def truncate_logs(self, offsets: Mapping[str, int]) -> None:
         """Cut every log back to ``offsets`` (file name -> bytes); missing names mean 0.
@@ -268,7 +312,7 @@ class RunDirectory:
             path = self.path / name
             size = int(offsets.get(name, 0))
             try:
-                with open(path, "a+b") as handle:
+                with os.fdopen(open_in(self.path, name, os.O_RDWR | os.O_CREAT), "r+b") as handle:
                     if handle.seek(0, os.SEEK_END) < size:
                         raise RunDirectoryError(
                             f"{path} is shorter ({handle.tell()} bytes) than the checkpoint records "
@@ -299,10 +343,14 @@ class RunDirectory:
             RunDirectoryError: Naming the file and line that is not JSON, or a file not UTF-8.
         """
         path = self.log_path(kind)
-        if not path.exists():
-            return []
         try:
-            with open(path, "rb") as handle:
+            fd = open_in(self.path, path.name, os.O_RDONLY)
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise RunDirectoryError(f"{path}: cannot read ({error.strerror or error})") from None
+        try:
+            with os.fdopen(fd, "rb") as handle:
                 data = handle.read(self._snapshot_size(path.name))
             lines = data.decode("utf-8").splitlines()
         except UnicodeDecodeError as error:
@@ -324,6 +372,13 @@ class RunDirectory:
             rows.append(row)
         return rows
 
+    def read_log_bytes(self, kind: str) -> bytes:
+        """The whole ``kind`` log as bytes (empty when absent), never read through a link."""
+        try:
+            return self._read(LOG_FILES[kind])
+        except FileNotFoundError:
+            return b""
+
     def _snapshot_size(self, name: str) -> int:
         """Bytes of a log a reader may read: up to the latest checkpoint while a run is going."""
         if not writer_active(self.path):
@@ -341,9 +396,13 @@ class RunDirectory:
         """Write ``lineage.csv`` through ``lineage.to_csv`` atomically."""
         tmp = self.path / ".lineage.csv.tmp"
         try:
+            os.close(open_in(self.path, tmp.name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC))
             lineage.to_csv(tmp)
-            with open(tmp, "rb+") as handle:
-                os.fsync(handle.fileno())
+            fd = open_in(self.path, tmp.name, os.O_RDWR)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(tmp, self.lineage_path)
         except OSError as error:
             raise RunDirectoryError(f"{self.lineage_path}: cannot write ({error.strerror or error})") from None
@@ -361,7 +420,13 @@ class RunDirectory:
 
         Returns:
             The ids written.
+
+        Raises:
+            UnsafePathError: If a member id is not a plain name (checked before anything is
+                written), or ``population/`` or its staging folders are symbolic links.
         """
+        members = [(check_member_id(i, "population"), g) for i, g in members if g is not None]
+        self.check_links("population", ".population.tmp", ".population.old")
         staging = self.path / ".population.tmp"
         written = []
         try:
@@ -369,8 +434,6 @@ class RunDirectory:
                 shutil.rmtree(staging)
             staging.mkdir()
             for member_id, genome in members:
-                if genome is None:
-                    continue
                 target = staging / member_id
                 genome.save_peft(target, base_model=base_model or getattr(genome, "base_model", None))
                 written.append(member_id)
@@ -421,7 +484,7 @@ def export_adapter(
             "which PEFT cannot load (environment.name: surrogate); read population/<id>/ with LoRAGenome.from_peft"
         )
     known = run_dir.population_ids()
-    if member_id not in known or Path(member_id).name != member_id:
+    if member_id not in known or check_member_id(member_id) != member_id:
         listed = ", ".join(known) or "none"
         raise RunDirectoryError(f"unknown member {member_id!r} in {run_dir.population_dir} (living: {listed})")
     source = run_dir.population_dir / member_id
@@ -441,6 +504,8 @@ def export_adapter(
     except Exception as error:  # a damaged folder can fail in json, safetensors or peft
         detail = (str(error).splitlines() or [type(error).__name__])[0]
         raise RunDirectoryError(f"{source}: corrupt adapter ({type(error).__name__}: {detail})") from None
+    if not genome.is_finite():
+        raise RunDirectoryError(f"{source}: the adapter has non-finite factors (nan or inf); not exported")
     staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     if staging.exists():
         shutil.rmtree(staging)

@@ -15,6 +15,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from redqueen.experiments._safe_paths import open_in
+
 LOCK_FILE = ".lock"
 SNAPSHOT_LOCK_FILE = ".snapshot.lock"
 
@@ -38,13 +40,14 @@ class RunLock:
     Raises:
         RunDirectoryBusyError: If another process holds the lock, or the lock file cannot be
             created.
+        UnsafePathError: If ``.lock`` is a symbolic link (it is neither followed nor created).
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self._fd: int | None = None
         path = Path(directory) / LOCK_FILE
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_in(directory, LOCK_FILE, os.O_RDWR | os.O_CREAT)
         except OSError as error:
             raise RunDirectoryBusyError(
                 f"{path}: cannot open the lock file ({error.strerror or error})"
@@ -89,10 +92,13 @@ def _read_pid(fd: int) -> int | None:
 
 
 def writer_active(path: str | os.PathLike[str]) -> bool:
-    """Whether some process (this one included) holds the run directory's :class:`RunLock`."""
-    lock = Path(path) / LOCK_FILE
+    """Whether some process (this one included) holds the run directory's :class:`RunLock`.
+
+    Raises:
+        UnsafePathError: If ``.lock`` is a symbolic link.
+    """
     try:
-        fd = os.open(lock, os.O_RDONLY)
+        fd = open_in(path, LOCK_FILE, os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -106,8 +112,9 @@ def writer_active(path: str | os.PathLike[str]) -> bool:
 
 @contextlib.contextmanager
 def file_lock(path: Path, mode: int) -> Iterator[None]:
+    """Hold ``flock(mode)`` on ``path`` (created if missing, never through a symbolic link)."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_in(path.parent, path.name, os.O_RDWR | os.O_CREAT)
     except OSError:  # a read-only run directory: nobody can be writing to it
         yield
         return

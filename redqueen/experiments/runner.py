@@ -9,7 +9,7 @@ Two entry points build a :class:`Runner`:
 
 * :func:`start_run` validates the configuration and builds the environment inside a temporary
   directory next to the target, renaming it into place only when everything worked — a failed
-  start leaves nothing behind.
+  start (SIGTERM included) removes what it created, and only that.
 * :func:`resume_run` rebuilds the environment from ``config.yaml``, loads the latest checkpoint
   and cuts the logs back to it, so the continued run writes exactly what an uninterrupted run
   with the same seed would have written; given ``steps`` it continues to that total instead.
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import threading
 import time
@@ -31,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from redqueen.experiments._safe_paths import check_member_id
+from redqueen.experiments._staging import make_parents, restore_signals, sigterm_raises, undo_start
 from redqueen.experiments.checkpoint import (
     Checkpoint,
     latest_checkpoint,
@@ -90,6 +91,25 @@ def _setting(section: Any, name: str, default: Any) -> Any:
 
 def _living_members(population: Any) -> list[tuple[str, Any]]:
     return [(str(ind.id), getattr(ind, "genome", None)) for ind in population.living]
+
+
+def check_member_ids(env: Environment, where: str) -> None:
+    """Refuse an environment whose living or snapshot members' ids are not plain names.
+
+    Ids become folder names in ``population/`` and ``snapshots/``; this runs before anything
+    is written, so a crafted ``state.json`` (or a plug-in environment) cannot steer a write.
+
+    Raises:
+        UnsafePathError: Naming ``where`` and the id.
+    """
+    population = getattr(env, "population", None)
+    for ind in getattr(population, "living", ()):
+        check_member_id(ind.id, where)
+    snapshots = getattr(env, "snapshots", None)
+    if callable(snapshots):
+        for members in snapshots().values():
+            for member in members:
+                check_member_id(member.id, where)
 
 
 def _base_model_path(env: Environment) -> str | None:
@@ -167,6 +187,7 @@ class Runner:
         """
         self.run_dir.sync_logs()
         state = self.env.state_dict()
+        self.run_dir.check_links("checkpoints")
         with self.run_dir.publishing():
             self.write_lineage_and_population()
             ckpt = save_checkpoint(
@@ -182,7 +203,11 @@ class Runner:
 
     def write_lineage_and_population(self) -> None:
         """Rewrite ``lineage.csv`` and the living members' adapters from the environment, and
-        write its new snapshots (``snapshots/``)."""
+        write its new snapshots (``snapshots/``).
+
+        Every member id is checked before anything is written (:func:`check_member_ids`).
+        """
+        check_member_ids(self.env, "the environment")
         lineage = getattr(self.env, "lineage", None)
         population = getattr(self.env, "population", None)
         if lineage is not None:
@@ -222,8 +247,8 @@ class Runner:
         """
         callbacks = list(callbacks)
         previous = self._install_signals()
-        self.run_dir.open_logs()
         try:
+            self.run_dir.open_logs()
             while self.step_count < self.steps and not self._stop.is_set():
                 start = time.perf_counter()
                 record = self.env.step()
@@ -350,18 +375,19 @@ def start_run(
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise RunError(f"run directory {target} already exists and is not empty")
-    outermost = target.parent
-    while not outermost.parent.exists():
-        outermost = outermost.parent  # the outermost folder this call creates, removed on failure
-    created = outermost if not outermost.exists() else None
     staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
+    created: list[Path] = []  # parent folders this call made, outermost first
+    made_staging = False
     env: Environment | None = None
     lock: RunLock | None = None
+    previous = sigterm_raises()
     try:
         try:
-            staging.mkdir(parents=True)
+            make_parents(target.parent, created)
+            staging.mkdir()
+            made_staging = True
         except OSError as error:
-            raise RunError(f"cannot create {staging.parent}: {error.strerror or error}") from None
+            raise RunError(f"cannot create {staging}: {error.strerror or error}") from None
         lock = RunLock(staging)  # stays held through the rename below
         run_dir = RunDirectory(staging)
         resolved = config.to_yaml_dict()
@@ -375,12 +401,10 @@ def start_run(
             target.rmdir()
         os.replace(staging, target)
     except BaseException:
-        if env is not None:
-            env.close()
-        if lock is not None:
-            lock.release()
-        shutil.rmtree(created if created is not None else staging, ignore_errors=True)
+        undo_start(env, lock, staging if made_staging else None, created)
         raise
+    finally:
+        restore_signals(previous)
     run_dir = RunDirectory(target)
     return Runner(
         env=env,
@@ -446,11 +470,11 @@ def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int |
                     f"{ckpt.path} does not fit {run_dir.config_path} ({type(error).__name__}: {detail}); "
                     "was config.yaml edited after the run started?"
                 ) from None
+            check_member_ids(env, str(ckpt.path / "state.json"))
         if steps is not None:
             run_dir.write_config(config.to_yaml_dict())
         if ckpt is None:
-            metrics = run_dir.log_path("metrics")
-            logged = metrics.read_bytes().count(b"\n") if metrics.is_file() else 0
+            logged = run_dir.read_log_bytes("metrics").count(b"\n")
             if logged:
                 _log.warning(
                     "%s has no checkpoint: the run starts over from its seed, and the %d "

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redqueen.experiments._safe_paths import UnsafePathError, check_links, check_member_id, read_in
+
 #: Folder of the snapshots inside a run directory.
 SNAPSHOTS = "snapshots"
 _INDEX = "members.json"
@@ -78,13 +80,28 @@ def write_snapshots(
 
     Returns:
         The steps written now.
+
+    Raises:
+        UnsafePathError: If a member id is not a plain name or a step is negative (checked
+            before anything is written), or ``snapshots/`` is a symbolic link.
     """
-    written = []
+    pending = {}
     for step, members in sorted(snapshots.items()):
+        if int(step) < 0:
+            raise ValueError(f"snapshot step {step} is negative")
+        members = list(members)
+        for member in members:
+            check_member_id(member.id, f"snapshot of step {int(step)}")
+        pending[int(step)] = members
+    check_links(run_path, SNAPSHOTS)
+    written = []
+    for step, members in pending.items():
         target = snapshot_dir(run_path, step)
+        check_links(run_path, target.relative_to(run_path))
         if target.is_dir():
             continue  # a snapshot never changes once taken
         staging = target.parent / f".{target.name}.tmp"
+        check_links(run_path, staging.relative_to(run_path))
         if staging.exists():
             shutil.rmtree(staging)
         staging.mkdir(parents=True)
@@ -112,8 +129,10 @@ def read_snapshots(run_path: str | os.PathLike[str]) -> dict[int, list[SnapshotM
     """Every snapshot of a run directory, step -> members (adapters are read on demand).
 
     Raises:
-        ValueError: Naming the file, if an index is unreadable or names a missing adapter.
+        ValueError: Naming the file, if an index is unreadable, names a missing adapter or an
+            id that is not a plain name, or a symbolic link is on the way.
     """
+    check_links(run_path, SNAPSHOTS)
     root = Path(run_path) / SNAPSHOTS
     result: dict[int, list[SnapshotMember]] = {}
     if not root.is_dir():
@@ -124,19 +143,21 @@ def read_snapshots(run_path: str | os.PathLike[str]) -> dict[int, list[SnapshotM
         index_path = folder / _INDEX
         try:
             step = int(folder.name.removeprefix("step_"))
-            rows = json.loads(index_path.read_text())
+            rows = json.loads(read_in(root, index_path.relative_to(root)).decode("utf-8"))
             members = [
                 SnapshotMember(
-                    str(row["id"]),
+                    check_member_id(row["id"], str(index_path)),
                     str(row["role"]),
                     step,
-                    folder / str(row["id"]),
+                    folder / row["id"],
                     None
                     if row["rating"] is None
                     else (float(row["rating"][0]), float(row["rating"][1])),
                 )
                 for row in rows
             ]
+        except UnsafePathError:
+            raise
         except (OSError, ValueError, KeyError, TypeError, IndexError) as error:
             raise ValueError(
                 f"{index_path}: not a snapshot index ({type(error).__name__}: {error})"

@@ -262,16 +262,24 @@ def test_a_checkpoint_without_step_count_is_named_not_answered_with_a_key(tmp_pa
     assert "step_count" in _error_line(result) and str(ckpt.path) in _error_line(result)
 
 
-def test_a_full_disk_stops_the_run_with_one_line_and_resume_is_exact(finished, tmp_path, capsys):
+def test_a_full_disk_stops_the_run_with_one_line_and_resume_is_exact(
+    finished, tmp_path, capsys, monkeypatch
+):
     import typer
 
+    from redqueen.experiments import rundir
     from redqueen.experiments.cli import _drive
 
     out = tmp_path / "full"
     runner = start_run(load_config("surrogate", SETTINGS), out, plots=False)
-    metrics = RunDirectory(out).log_path("metrics")
-    metrics.unlink()
-    metrics.symlink_to("/dev/full")  # every write fails with ENOSPC
+    real_open = rundir.open_in
+
+    def full_disk(root, rel, flags, mode=0o644):  # every write to metrics.jsonl fails with ENOSPC
+        if str(rel) == "metrics.jsonl" and flags & os.O_APPEND:
+            return os.open("/dev/full", os.O_WRONLY)
+        return real_open(root, rel, flags, mode)
+
+    monkeypatch.setattr(rundir, "open_in", full_disk)
     with pytest.raises(typer.Exit) as stopped:
         _drive(runner)
     assert stopped.value.exit_code == 2
@@ -279,8 +287,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_is_exact(finished, t
     assert (
         "metrics.jsonl" in line and "No space left on device" in line and "redqueen resume" in line
     )
-    metrics.unlink()
-    metrics.touch()
+    monkeypatch.undo()
     assert cli.invoke(app, ["resume", str(out), "--no-plots"]).exit_code == 0
     assert _content(out) == _content(finished)
 

@@ -71,6 +71,7 @@ def _check_child(child: object, parent: LoRAGenome, where: str) -> LoRAGenome:
             f"{where} returned rank {child.rank}, alpha {child.alpha:g}; operators must keep the "
             f"first parent's rank {parent.rank} and alpha {parent.alpha:g}"
         )
+    _check_finite(child, where, "child it returned")
     return child
 
 
@@ -89,8 +90,8 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
             parameter name is not the operator's.
         ValueError: If a parameter is out of the type or range the operator declares (the
             message is worded as configuration loading words it:
-            ``mutation 'gaussian': fraction: ...``), the parent's factors are not finite, or the
-            operator broke the rank/alpha contract.
+            ``mutation 'gaussian': fraction: ...``), the parent's or the child's factors are
+            not finite, or the operator broke the rank/alpha contract.
     """
     operator = MUTATIONS[name]
     where = f"mutation {name!r}"
@@ -124,7 +125,8 @@ def crossover(
         GenomeMismatchError: If the parents differ in modules, shapes or base model.
         TypeError: If a parameter name is not the operator's, or ``rng`` not a torch.Generator.
         ValueError: If the number of weights differs from the number of parents, a weight is
-            not finite, a parameter is out of the type or range the operator declares, or a parent's factors are not finite.
+            not finite, a parameter is out of the type or range the operator declares, or a
+            parent's or the child's factors are not finite.
     """
     operator = CROSSOVERS[name]
     where = f"crossover {name!r}"
