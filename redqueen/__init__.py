@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 # attaches a handler, a library user configures (or silences) "redqueen" as they like.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-_REGISTRY_NAMES = ("Needs", "ParameterError", "Registry")
+_REGISTRY_NAMES = ("Needs", "ParameterError", "Registry", "RunFacts")
 
 
 def __getattr__(name: str) -> Any:

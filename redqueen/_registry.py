@@ -43,7 +43,7 @@ from redqueen._params import (
     unknown_keywords,
 )
 
-__all__ = ["ALL_REGISTRIES", "Needs", "ParameterError", "Registry", "UnknownNameError"]
+__all__ = ["ALL_REGISTRIES", "Needs", "ParameterError", "Registry", "RunFacts", "UnknownNameError"]
 
 T = TypeVar("T")
 
@@ -61,6 +61,20 @@ class UnknownNameError(KeyError):
 
 
 @dataclass(frozen=True)
+class RunFacts:
+    """Facts of a configured run that a parameter-aware need (:attr:`Needs.check`) can test
+    when the configuration is loaded, before any run directory exists.
+
+    Attributes:
+        objectives: Fewest objectives any role that the scheme ranks or selects has.
+        members: Smallest sub-population the scheme selects from.
+    """
+
+    objectives: int
+    members: int
+
+
+@dataclass(frozen=True)
 class Needs:
     """What a registered entry needs from the run around it; the configuration is checked
     against it at load.
@@ -73,12 +87,19 @@ class Needs:
             per role).
         member_fields: Attributes every member must carry: ``rating``, ``cases`` (per-case
             outcomes), ``descriptor`` (behaviour descriptor).
+        check: A requirement that depends on the entry's parameters: called at load with the
+            parameters the run will use (declared defaults filled in) and the run's
+            :class:`RunFacts`; returns ``None`` when they fit, else a one-line reason naming
+            the parameter, e.g. ``"objective: 2 is not below the 2 objectives per role"``.
+            Selection schemes' checks run at configuration load, before any run directory is
+            made.
     """
 
     arity: tuple[int, int | None] | None = None
     min_objectives: int = 1
     archive: bool = False
     member_fields: tuple[str, ...] = ()
+    check: Callable[[Mapping[str, Any], RunFacts], str | None] | None = None
 
     def describe(self) -> str:
         """Plain text of the needs that differ from nothing-needed, e.g. ``2 parents``."""
@@ -92,6 +113,8 @@ class Needs:
         if self.archive:
             parts.append("an archive")
         parts += [f"member {name}" for name in self.member_fields]
+        if self.check is not None:
+            parts.append("a check of its parameters")
         return ", ".join(parts)
 
 

@@ -262,18 +262,36 @@ def check_objective_counts(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
     Raises:
         ConfigError: Naming ``evolution.selection`` or ``evolution.ranking``.
     """
+    from redqueen._registry import RunFacts
     from redqueen.evo.selection import SELECTIONS
 
     for field in ("selection", "ranking"):
         name = getattr(cfg.evolution, field)
-        need = SELECTIONS.needs(name).min_objectives
+        needs = SELECTIONS.needs(name)
         for role in roles:
             names = tuple(getattr(cfg.objectives, role, ()))
-            if len(names) < need:
+            if len(names) < needs.min_objectives:
                 raise ConfigError(
-                    f"evolution.{field}: {name!r} needs at least {need} objectives per role, "
-                    f"objectives.{role} has {len(names)} ({', '.join(names)})"
+                    f"evolution.{field}: {name!r} needs at least {needs.min_objectives} objectives "
+                    f"per role, objectives.{role} has {len(names)} ({', '.join(names)})"
                 )
+        if needs.check is None or not roles:
+            continue
+        params = cfg.evolution.selection_params if field == "selection" else {}
+        facts = RunFacts(
+            objectives=min(len(tuple(getattr(cfg.objectives, role, ()))) for role in roles),
+            members=min(_role_size(cfg, role) for role in roles),
+        )
+        reason = needs.check(SELECTIONS.effective_params(name, params), facts)
+        if reason is not None:
+            where = "evolution.selection_params" if field == "selection" else "evolution.ranking"
+            raise ConfigError(f"{where}: {name!r}: {' '.join(str(reason).split())}")
+
+
+def _role_size(cfg: ExperimentConfig, role: str) -> int:
+    """Members of a role's sub-population (``teacher`` -> ``population.teachers``, ...)."""
+    sizes = {"teacher": "teachers", "student": "students", "solo": "solo"}
+    return int(getattr(cfg.population, sizes.get(role, role), 0) or 0)
 
 
 def check_objective_names(

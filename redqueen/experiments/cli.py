@@ -221,10 +221,19 @@ def _run_failure(runner: Any, error: BaseException) -> str:
         ckpt = latest_checkpoint(runner.run_dir.checkpoints_dir)
     except CheckpointError:
         ckpt = None
-    kept = f"checkpoint at step {ckpt.step}" if ckpt is not None else "no checkpoint yet"
+    path = runner.run_dir.path
+    if ckpt is None:
+        # Nothing to continue from: `resume` starts over from the seed, which helps after a
+        # passing failure (a full disk) and fails the same way after one from the config or code.
+        return (
+            f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; "
+            f"no checkpoint was written, so there is nothing to resume: `redqueen resume {path}` "
+            "starts it over from step 0, which fails again if the cause is the configuration or "
+            f"a plug-in (then remove {path})"
+        )
     return (
-        f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; {kept} in "
-        f"{runner.run_dir.path}, continue with: redqueen resume {runner.run_dir.path}"
+        f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; "
+        f"checkpoint at step {ckpt.step} in {path}, continue with: redqueen resume {path}"
     )
 
 

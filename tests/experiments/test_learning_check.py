@@ -66,9 +66,17 @@ def test_decisions_need_significance_and_the_smallest_effect_of_interest(check):
 
 @pytest.mark.slow
 def test_small_positive_control_rises_and_fails_at_learning_rate_zero(check):
-    learned = check.run_c1(0, n_tasks=12, steps=4, answers=8, screen_limit=300)
-    assert learned["tasks"] == 12
-    # At least 2 of the 12 tasks more under greedy decoding, and a higher training reward.
-    assert learned["C1a"] >= 2 / 12 and learned["C1b"] > 0
-    frozen = check.run_c1(0, lr=0.0, n_tasks=12, steps=4, answers=8, screen_limit=300)
-    assert frozen["C1a"] == 0.0  # lr 0: the check that passed above fails here
+    from redqueen.engine import LearnerConfig
+    from redqueen.verifiers import Executor
+
+    with Executor() as executor:
+        probe = check.Probe(0, executor)
+        tasks = check.screen_tasks(probe, 0, n_tasks=12, answers=8, screen_limit=300, batch=16)
+        assert len(tasks) == 12
+        learned = check.train_c1(probe, tasks, steps=4, answers=8, name="learns")
+        # At least 2 of the 12 tasks more under greedy decoding, and a higher training reward.
+        assert learned["C1a"] >= 2 / 12 and learned["C1b"] > 0, learned
+        # The same check at learning rate 0 (same tasks, same samples): nothing can rise.
+        probe.learner.config = LearnerConfig(**{**probe.cfg.learner.model_dump(), "lr": 0.0})
+        frozen = check.train_c1(probe, tasks, steps=4, answers=8, name="frozen")
+        assert frozen["C1a"] == 0.0 and frozen["greedy_after"] == frozen["greedy_before"]
