@@ -115,5 +115,5 @@ def test_eval_command_over_several_runs_reports_a_ci_over_runs(tmp_path, host) -
     runs = [_make_run(tmp_path / f"seed{seed}", host, {"student-0": "student"}, seed=seed) for seed in range(2)]
     result = CliRunner().invoke(app, ["eval", *map(str, runs), "--benchmark", "code_output", "--limit", "3"])
     assert result.exit_code == 0, result.output
-    assert "over 2 runs: headline mean pass@1" in result.stdout and "bootstrap over runs" in result.stdout
+    assert "over 2 runs: headline mean pass@1" in result.stdout and "t interval over runs" in result.stdout
     assert all((run / "eval_code_output.json").is_file() for run in runs)

@@ -145,7 +145,8 @@ def eval_command(
         if interval is not None:
             print(
                 f"over {interval.n} runs: headline mean pass@1 {interval.mean:.3f} "
-                f"(95% CI {interval.low:.3f}-{interval.high:.3f}, bootstrap over runs)"
+                f"(95% CI {interval.low:.3f}-{interval.high:.3f}, t interval over runs)"
+                + ("; fewer than 5 runs: a wide, rough interval" if interval.n < 5 else "")
             )
 
 
