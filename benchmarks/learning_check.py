@@ -250,6 +250,41 @@ def references(probe: Probe) -> list[list[int]]:
 # -- runs --------------------------------------------------------------------------------------
 
 
+def screen_tasks(
+    probe: Probe, seed: int, n_tasks: int, answers: int, screen_limit: int, batch: int = 64
+) -> list[Any]:
+    """The first ``n_tasks`` stream tasks the base model solves sometimes (rate in (0, 1))."""
+    pool = stream_tasks(screen_limit, STREAM_SEED + 500 + seed, probe.executor)
+    chosen: list[Any] = []
+    for start in range(0, len(pool), batch):
+        part = pool[start : start + batch]
+        rates = probe.correct(None, part, answers, seed=seed).mean(1)
+        chosen += [t for t, r in zip(part, rates, strict=True) if 0 < r < 1]
+        if len(chosen) >= n_tasks:
+            break
+    return chosen[:n_tasks]
+
+
+def train_c1(
+    probe: Probe, tasks: list[Any], *, steps: int, answers: int, name: str = "s"
+) -> dict[str, Any]:
+    """Train a fresh student on the fixed ``tasks``; greedy pass@1 before and after."""
+    probe.student(name)
+    before = probe.greedy(name, tasks)
+    log = [probe.step(name, tasks, answers, probe.seed * 1000 + k) for k in range(steps)]
+    after = probe.greedy(name, tasks)
+    return {
+        "tasks": len(tasks),
+        "steps": steps,
+        "answers": answers,
+        "greedy_before": float(np.mean(before)),
+        "greedy_after": float(np.mean(after)),
+        "C1a": float(np.mean(after) - np.mean(before)),
+        "C1b": log[-1]["reward"] - log[0]["reward"],
+        "per_step": log,
+    }
+
+
 def run_c1(
     seed: int,
     *,
@@ -262,29 +297,8 @@ def run_c1(
     """The positive control: train on ``n_tasks`` fixed tasks the base solves sometimes."""
     with Executor() as executor:
         probe = Probe(seed, executor, lr)
-        pool = stream_tasks(screen_limit, STREAM_SEED + 500 + seed, executor)
-        chosen: list[Any] = []
-        for start in range(0, len(pool), 64):
-            batch = pool[start : start + 64]
-            rates = probe.correct(None, batch, answers, seed=seed).mean(1)
-            chosen += [t for t, r in zip(batch, rates, strict=True) if 0 < r < 1]
-            if len(chosen) >= n_tasks:
-                break
-        chosen = chosen[:n_tasks]
-        probe.student("s")
-        before = probe.greedy("s", chosen)
-        log = [probe.step("s", chosen, answers, seed * 1000 + k) for k in range(steps)]
-        after = probe.greedy("s", chosen)
-    return {
-        "tasks": len(chosen),
-        "steps": steps,
-        "answers": answers,
-        "greedy_before": float(np.mean(before)),
-        "greedy_after": float(np.mean(after)),
-        "C1a": float(np.mean(after) - np.mean(before)),
-        "C1b": log[-1]["reward"] - log[0]["reward"],
-        "per_step": log,
-    }
+        tasks = screen_tasks(probe, seed, n_tasks, answers, screen_limit)
+        return train_c1(probe, tasks, steps=steps, answers=answers)
 
 
 def run_c2(seed: int, *, steps: int = 16, answers: int = 8, nulls: bool = True) -> dict[str, Any]:
@@ -359,8 +373,8 @@ def run_c2(seed: int, *, steps: int = 16, answers: int = 8, nulls: bool = True) 
 def t_interval(values: Sequence[float]) -> dict[str, float]:
     x = np.asarray(values, dtype=float)
     n, mean = len(x), float(x.mean()) if len(x) else float("nan")
-    if n < 2:
-        return {"mean": mean, "low": float("nan"), "high": float("nan"), "n": n}
+    if n < 2:  # no interval from one seed (null in the JSON, not NaN)
+        return {"mean": mean, "low": None, "high": None, "n": n}
     half = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / math.sqrt(n))
     return {"mean": mean, "low": mean - half, "high": mean + half, "n": n}
 
@@ -400,7 +414,7 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
         a = t_interval([r["C1a"] for r in c1.values()])
         b = t_interval([r["C1b"] for r in c1.values()])
         decisions["positive_control"] = {
-            "value": bool(a["low"] > C1_MARGIN and b["mean"] > 0),
+            "value": bool(a["low"] is not None and a["low"] > C1_MARGIN and b["mean"] > 0),
             "C1a_greedy_pass_at_1_change": a,
             "C1b_reward_change": b,
             "margin": C1_MARGIN,
@@ -474,7 +488,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ys = [r[arm]["E1"] - r["base"]["E1"] for r in runs.values()]
         axes[0].scatter([i] * len(ys), ys, alpha=0.6)
         ci = t_interval(ys)
-        if len(ys) > 1:
+        if ci["low"] is not None:
             axes[0].errorbar(
                 [i + 0.15],
                 [ci["mean"]],
