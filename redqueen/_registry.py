@@ -99,7 +99,7 @@ class Needs:
     min_objectives: int = 1
     archive: bool = False
     member_fields: tuple[str, ...] = ()
-    check: Callable[[Mapping[str, Any], RunFacts], str | None] | None = None
+    check: Callable[[Mapping[str, object], RunFacts], str | None] | None = None
 
     def describe(self) -> str:
         """Plain text of the needs that differ from nothing-needed, e.g. ``2 parents``."""
