@@ -121,9 +121,29 @@ def confine(server: Zygote, keep: tuple[int, ...]) -> None:
         server.seccomp.install()
 
 
+#: Small-object size classes (bytes) of the child's own share of the heap jitter.
+_JITTER_CLASSES = tuple(range(48, 257, 16))
+
+
 def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> None:
     """Confine this process, run the request, write its one frame to ``wfd``, exit."""
+    held = _child_jitter(int(request.get("jitter", 0)))  # kept until the process exits
     _report(server, (wfd,), request, writer, {})
+    del held  # not reached: _report exits
+
+
+def _child_jitter(blocks: int) -> list[list[bytes]]:
+    """``blocks`` (0-16) blocks of each small size class, taken in the child before the program.
+
+    The server's jitter shifts a child's allocations, but in a heap that earlier runs left
+    fragmented its blocks can land in holes the program's objects never reach. Taken here, from
+    the child's own free lists just before the program allocates, they move the program's
+    objects along those same lists, in the same direction as the server's: two runs with
+    different jitters place a program's objects at different addresses whatever the server's
+    heap looks like, so an output that depends on addresses differs between them.
+    """
+    count = max(0, min(blocks, 16))
+    return [[bytes(size - 33) for _ in range(count)] for size in _JITTER_CLASSES]
 
 
 def run_test(
