@@ -128,6 +128,7 @@ def write_model_card(folder: str | Path, summary: dict, *, notes: str = "") -> P
         if "ood" in rates
         else ""
     )
+    corpus_text = _corpus_text(summary)
     text = f"""---
 library_name: transformers
 tags: [redqueen, tiny-coder, llama, code]
@@ -159,17 +160,13 @@ the rates with `python -m redqueen.tinycoder.rates --model FOLDER --write`.
   generator and levels, {programs["ood"]} out-of-distribution programs of level
   {summary["ood_level"]} (harder than any in training). No two programs in or across the splits
   share a canonical form (names and formatting normalised).
-- Gold outputs from the sandboxed executor (`validate_programs`, two runs in separate
-  processes); programs with constant outputs were dropped.
-- {summary["documents_per_epoch"]} documents ({summary["tokens_per_epoch"]} tokens) per epoch,
-  rendered afresh each epoch: for every program a teacher proposal (conditioned on 1-3 references
-  from other programs) and a student answer, for each of code_o, code_i and code_f.
+{corpus_text}
 
 ## Training
 
 | | |
 | --- | --- |
-| epochs (each program seen at most this often) | {summary["epochs"]} |
+| epochs (each program learned from at most this often) | {summary["epochs"]} |
 | steps | {summary["steps"]} |
 | batch x sequence | {summary["batch_size"]} x {summary["seq_len"]} tokens ({summary["tokens_seen"]} tokens seen) |
 | optimizer | AdamW, peak lr {summary["lr"]}, warm-up + cosine to 10%, weight decay 0.1, grad clip 1.0 |
@@ -196,3 +193,36 @@ the proposal parses and passes `validate_program`; "solved" means `check_answer`
     path = Path(folder) / "README.md"
     path.write_text(text.rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def _corpus_text(summary: dict) -> str:
+    """The corpus paragraph: how gold outputs were computed and how documents were rendered."""
+    if summary.get("gold") == "pool":
+        gold = (
+            "- Gold outputs from `GoldPool` (the generator's programs run in worker processes with\n"
+            "  time and memory limits, each input twice under different hash seeds, judged by\n"
+            "  `validate_programs`); programs with constant outputs were dropped."
+        )
+    else:
+        gold = (
+            "- Gold outputs from the sandboxed executor (`validate_programs`, two runs in separate\n"
+            "  processes); programs with constant outputs were dropped."
+        )
+    if summary.get("documents") == "lean":
+        share = summary["full_share"]
+        docs = (
+            f"- One document per program per epoch, rendered afresh each epoch: with probability\n"
+            f"  {1 - share:.2f} the program once with all its inputs and outputs; otherwise one of\n"
+            f"  the six prompt formats (teacher or student, code_o, code_i or code_f), of which only\n"
+            f"  the completion is trained on. {summary['tokens_per_epoch']} tokens per epoch,\n"
+            f"  {summary['tokens_per_program']} per program ({summary['trained_tokens_per_program']}"
+            f" of them trained on)."
+        )
+    else:
+        docs = (
+            f"- {summary['documents_per_epoch']} documents ({summary['tokens_per_epoch']} tokens)"
+            " per epoch,\n  rendered afresh each epoch: for every program a teacher proposal"
+            " (conditioned on 1-3 references\n  from other programs) and a student answer, for"
+            " each of code_o, code_i and code_f."
+        )
+    return f"{gold}\n{docs}"

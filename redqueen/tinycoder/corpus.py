@@ -43,6 +43,8 @@ __all__ = [
     "load_corpus",
     "reference_triplets",
     "render_documents",
+    "render_lean_documents",
+    "lean_document",
     "save_corpus",
     "entry_task",
 ]
@@ -216,6 +218,73 @@ def render_documents(
             docs.append(propose_prompt(task_type, refs) + propose_completion(task_type, proposal))
             task = entry_task(entry, task_type, index)
             docs.append(solve_prompt(task) + solve_completion(task))
+    rng.shuffle(docs)
+    return docs
+
+
+def lean_document(entry: CorpusEntry) -> str:
+    """The program once with every input and its output, in the reference notation.
+
+    ``<ref>``, the program in ``<prog>``, then one ``<in>``/``<out>`` line pair per input and
+    ``</ref>``: the block a teacher prompt shows per reference, with all the entry's pairs.
+    """
+    pairs = "".join(
+        f"<in>{_one_line(x)}</in>\n<out>{_one_line(y)}</out>\n"
+        for x, y in zip(entry.inputs, entry.outputs, strict=True)
+    )
+    return f"<ref>\n<prog>\n{entry.program.strip(chr(10))}\n</prog>\n{pairs}</ref>"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split("\n")).strip()
+
+
+#: The six prompt roles a full-format document takes: (teacher or student, task type).
+_ROLES: tuple[tuple[str, str], ...] = tuple(
+    (role, t) for t in TASK_TYPES for role in ("propose", "solve")
+)
+
+
+def render_lean_documents(
+    entries: Sequence[CorpusEntry],
+    *,
+    seed: int,
+    full_share: float = 0.3,
+    max_references: int = 3,
+) -> list[tuple[str, str]]:
+    """One training document per entry, as ``(context, target)`` pairs, shuffled.
+
+    Only ``target`` is trained on (its tokens carry the loss); ``context`` is read, not learned.
+    With probability ``1 - full_share`` an entry's document is its :func:`lean_document`
+    (no context, all of it trained); otherwise it is one of the six prompt roles of
+    :mod:`redqueen.verifiers.formats`, drawn uniformly: a teacher prompt with
+    1..``max_references`` references from other entries (context) and the proposal (target),
+    or a student prompt (context) and its answer (target). Either way each entry's program
+    is a training target at most once per call, so epochs bound how often it is learned from.
+
+    Raises:
+        ValueError: If ``full_share`` is outside [0, 1].
+    """
+    if not 0.0 <= full_share <= 1.0:
+        raise ValueError(f"render_lean_documents: full_share must be in [0, 1], got {full_share}")
+    rng = random.Random(seed)
+    docs: list[tuple[str, str]] = []
+    for position, entry in enumerate(entries):
+        if rng.random() >= full_share:
+            docs.append(("", lean_document(entry)))
+            continue
+        role, task_type = _ROLES[rng.randrange(len(_ROLES))]
+        index = rng.randrange(len(entry.inputs))
+        if role == "propose":
+            refs = reference_triplets(
+                entries, rng, rng.randint(1, max_references), exclude=position
+            )
+            inputs = entry.inputs if task_type == "code_f" else (entry.inputs[index],)
+            proposal = Proposal(task_type, entry.program, inputs)
+            docs.append((propose_prompt(task_type, refs), propose_completion(task_type, proposal)))
+        else:
+            task = entry_task(entry, task_type, index)
+            docs.append((solve_prompt(task), solve_completion(task)))
     rng.shuffle(docs)
     return docs
 

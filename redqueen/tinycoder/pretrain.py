@@ -1,17 +1,27 @@
 """Pretrain a tiny-coder model from nothing: corpus, tokenizer, model, rates, model card.
 
     python -m redqueen.tinycoder.pretrain --out DIR                  # short CPU run (profile ci)
-    python -m redqueen.tinycoder.pretrain --profile full --out DIR   # the full run, on a GPU
+    python -m redqueen.tinycoder.pretrain --profile cpu --out DIR    # the shipped model, 2 cores
+    python -m redqueen.tinycoder.pretrain --profile full --out DIR   # a larger run, on a GPU
 
-One seeded run (1) builds the three corpus splits with sandboxed gold outputs on all cores
+One seeded run (1) builds the three corpus splits with gold outputs
 (:mod:`redqueen.tinycoder.splits`; ``--corpus DIR`` reuses saved ones), (2) renders the training
-programs in the environment's prompt formats, afresh for each epoch, (3) trains a byte-level BPE
-tokenizer, (4) trains the Llama model on packed sequences, every sequence once per epoch and at
-most two epochs, so that each program is seen at most twice (next-token loss, AdamW, warm-up +
-cosine), (5) measures the loss on training, held-out and out-of-distribution documents, (6) saves
-a folder that ``AutoModelForCausalLM.from_pretrained`` loads offline (weights stored in bf16 and
-loaded as fp32), (7) measures the rates on the held-out and OOD splits and (8) writes
-``training.json`` and the model card. A profile sets every default; any flag overrides it.
+programs afresh for each epoch: with ``--documents lean`` (the default) each program is the
+subject of one document per epoch, mostly the program once with all its calls and outputs and,
+for a ``--full-share`` of them, one of the environment's prompt formats (only the completion
+is trained on; the prompt is context), (3) trains a byte-level BPE tokenizer, (4) trains the
+Llama model on packed sequences, every sequence once per epoch and at most two epochs, so each
+program is learned from at most twice (next-token loss, AdamW, warm-up + cosine), (5) measures
+the loss on training, held-out and out-of-distribution documents, (6) saves a folder that
+``AutoModelForCausalLM.from_pretrained`` loads offline (weights stored in bf16 and loaded as
+fp32), (7) measures the rates on the held-out and OOD splits and (8) writes ``training.json``
+and the model card. A profile sets every default; any flag overrides it.
+
+Training checkpoints into ``DIR-checkpoint`` (beside ``DIR``) every ``--checkpoint-minutes`` (model, optimizer,
+step, data position) and running the same command again resumes exactly where it stopped;
+``--stop-after-minutes`` ends a run early at a checkpoint, so one training can be split into
+chunks (e.g. of <= 10 minutes) across jobs. On the CPU, bf16 autocast is used only where a
+quick matmul probe finds it faster than float32 (``--autocast auto``).
 """
 
 from __future__ import annotations
@@ -31,14 +41,30 @@ import torch
 from transformers import LlamaForCausalLM
 
 from redqueen.tinycoder.card import write_model_card
-from redqueen.tinycoder.corpus import render_documents, save_corpus
+from redqueen.tinycoder.corpus import render_documents, render_lean_documents, save_corpus
 from redqueen.tinycoder.model import SIZES, STORAGE_DTYPES, save_model, tiny_coder_config
 from redqueen.tinycoder.rates import measure_rates
-from redqueen.tinycoder.splits import SPLITS, build_with_progress, load_splits, progress_bar
+from redqueen.tinycoder.splits import (
+    GOLD_MODES,
+    SPLITS,
+    build_with_progress,
+    load_splits,
+    progress_bar,
+)
 from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer
 from redqueen.verifiers import Executor
 
-__all__ = ["PROFILES", "main", "pack_documents", "parse_args", "progress_bar"]
+__all__ = [
+    "AUTOCAST_MODES",
+    "DOCUMENT_STYLES",
+    "PROFILES",
+    "bf16_is_faster",
+    "main",
+    "pack_documents",
+    "pack_pairs",
+    "parse_args",
+    "progress_bar",
+]
 
 #: Defaults per profile: ``ci`` is a short CPU run on a few hundred programs (what the test
 #: suite runs); ``full`` is the GPU run the shipped models are meant to come from.
@@ -59,6 +85,25 @@ PROFILES: dict[str, dict] = {
         "samples": 2,
         "max_new_tokens": 16,
         "loss_batches": 2,
+        "cpu_threads": 1,
+    },
+    "cpu": {
+        "train": 150_000,
+        "heldout": 2000,
+        "ood": 1000,
+        "size": "tiny",
+        "device": "cpu",
+        "epochs": 2,
+        "batch_size": 16,
+        "seq_len": 512,
+        "lr": 2e-3,
+        "vocab_size": 2048,
+        "eval_n": 128,
+        "samples": 8,
+        "max_steps": None,
+        "max_new_tokens": 256,
+        "loss_batches": 32,
+        "cpu_threads": 2,
     },
     "full": {
         "train": 150_000,
@@ -76,8 +121,13 @@ PROFILES: dict[str, dict] = {
         "max_steps": None,
         "max_new_tokens": 320,
         "loss_batches": 32,
+        "cpu_threads": 1,
     },
 }
+#: How documents are rendered (see the module docstring).
+DOCUMENT_STYLES: tuple[str, ...] = ("lean", "full")
+#: Autocast choices: ``auto`` (bf16 on CUDA; on the CPU only where measured faster), on, off.
+AUTOCAST_MODES: tuple[str, ...] = ("auto", "bf16", "off")
 _TOKENIZER_DOCS = 60_000  # documents the BPE merges are learned from (plenty for this grammar)
 
 
@@ -105,11 +155,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--vocab-size", type=int)
     p.add_argument("--storage-dtype", choices=STORAGE_DTYPES, default="bfloat16")
     p.add_argument("--workers", type=int, help="sandbox workers (default: all cores)")
+    p.add_argument("--cpu-threads", type=int, help="torch threads on the CPU")
+    p.add_argument("--documents", choices=DOCUMENT_STYLES, default="lean", help="document style")
     p.add_argument(
-        "--cpu-threads",
-        type=int,
-        default=1,
-        help="torch threads on the CPU (small models are fastest on one, and the sandbox needs the rest)",
+        "--full-share", type=float, default=0.3, help="lean style: share in prompt formats"
+    )
+    p.add_argument("--autocast", choices=AUTOCAST_MODES, default="auto")
+    p.add_argument("--tokens", type=float, help="training token budget (sets the step count)")
+    p.add_argument(
+        "--gold", choices=GOLD_MODES, default="pool", help="how gold outputs are computed"
+    )
+    p.add_argument(
+        "--checkpoint-minutes", type=float, default=5.0, help="checkpoint interval in training"
+    )
+    p.add_argument(
+        "--stop-after-minutes",
+        type=float,
+        help="checkpoint and stop after this many minutes of training (run again to resume)",
+    )
+    p.add_argument(
+        "--stop-at-step", type=int, help="checkpoint and stop at this step (run again to resume)"
     )
     p.add_argument("--eval-n", type=int, help="proposals and tasks per task type for the rates")
     p.add_argument("--samples", type=int, help="sampled answers per task (pass@k)")
@@ -122,17 +187,40 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for key, value in PROFILES[args.profile].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    if not 0.0 <= args.full_share <= 1.0:
+        p.error(f"--full-share must be in [0, 1], got {args.full_share}")
     return args
 
 
 def pack_documents(docs: Sequence[str], tokenizer) -> torch.Tensor:
     """Tokenize documents, end each with ``</s>`` and concatenate them into one 1-D int32 stream."""
+    return pack_pairs([("", d) for d in docs], tokenizer)[0]
+
+
+def pack_pairs(docs: Sequence[tuple[str, str]], tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pack ``(context, target)`` documents into a token stream and its loss mask.
+
+    Context and target are tokenized separately (as a prompt and its completion are at
+    inference), then joined and ended with ``</s>``; the mask is 1 on the target and ``</s>``
+    (trained on) and 0 on the context. Returns two 1-D tensors: int32 tokens, uint8 mask.
+    """
     eos = tokenizer.eos_token_id
-    parts: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
+    mask: list[np.ndarray] = []
     for start in range(0, len(docs), 2048):
-        for row in tokenizer(list(docs[start : start + 2048]))["input_ids"]:
-            parts.append(np.asarray(row + [eos], dtype=np.int32))
-    return torch.from_numpy(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32))
+        chunk = docs[start : start + 2048]
+        contexts = tokenizer([c for c, _ in chunk])["input_ids"]
+        targets = tokenizer([t for _, t in chunk])["input_ids"]
+        for context, target in zip(contexts, targets, strict=True):
+            ids.append(np.asarray(context + target + [eos], dtype=np.int32))
+            mask.append(
+                np.concatenate(
+                    [np.zeros(len(context), np.uint8), np.ones(len(target) + 1, np.uint8)]
+                )
+            )
+    if not ids:
+        return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.uint8)
+    return torch.from_numpy(np.concatenate(ids)), torch.from_numpy(np.concatenate(mask))
 
 
 def sequences(stream: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -154,14 +242,73 @@ def _lr_at(step: int, total: int, peak: float, time_fraction: float = 0.0) -> fl
     return peak * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
 
 
+def bf16_is_faster(threads: int, size: int = 512, repeats: int = 5) -> bool:
+    """Whether a bf16 matmul beats float32 on this CPU (many CPUs without bf16 units run it
+    at a small fraction of the float32 rate)."""
+    torch.set_num_threads(threads)
+    a = torch.randn(size, size)
+    timings = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        x = a.to(dtype)
+        x @ x
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            x @ x
+        timings[dtype] = time.perf_counter() - t0
+    return timings[torch.bfloat16] < timings[torch.float32]
+
+
+class _Data:
+    """The training data of one run: documents per epoch, packed and cached under ``work``."""
+
+    def __init__(self, splits, tokenizer, args: argparse.Namespace, work: Path) -> None:
+        self.splits, self.tokenizer, self.args, self.work = splits, tokenizer, args, work
+
+    def render(self, entries, seed: int) -> list[tuple[str, str]]:
+        if self.args.documents == "full":
+            return [("", d) for d in render_documents(entries, seed=seed)]
+        return render_lean_documents(entries, seed=seed, full_share=self.args.full_share)
+
+    def epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(sequences, mask), each (n, seq_len): epoch ``epoch``'s documents, packed."""
+        path = self.work / f"epoch{epoch}.pt"
+        if path.is_file():
+            ids, mask = torch.load(path)
+        else:
+            ids, mask = pack_pairs(
+                self.render(self.splits.train, self.args.seed + epoch), self.tokenizer
+            )
+            _atomic_save((ids, mask), path)
+        return sequences(ids, self.args.seq_len), sequences(mask, self.args.seq_len)
+
+    def held(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        ids, mask = pack_pairs(
+            self.render(getattr(self.splits, name), self.args.seed + 100), self.tokenizer
+        )
+        return sequences(ids, self.args.seq_len), sequences(mask, self.args.seq_len)
+
+
+def _atomic_save(obj, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
-    """Run the whole pretraining pipeline; returns the summary written to ``training.json``."""
+    """Run the whole pretraining pipeline; returns the summary written to ``training.json``.
+
+    A run stopped by ``--stop-after-minutes`` returns ``{"paused": True, ...}`` instead, with
+    the step it reached; the same command resumes it.
+    """
     args = parse_args(argv)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
+    work = out.parent / f"{out.name}-checkpoint"
+    work.mkdir(exist_ok=True)
     random.seed(args.seed)
     torch.manual_seed(args.seed)
-    if args.device == "cpu":
+    device = torch.device(args.device)
+    if device.type == "cpu":
         torch.set_num_threads(args.cpu_threads)
     t_start = time.time()
     summary: dict = {"name": args.name, "profile": args.profile, "seed": args.seed}
@@ -174,37 +321,57 @@ def main(argv: Sequence[str] | None = None) -> dict:
         except (OSError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             raise SystemExit(2) from None
+        summary["corpus_seconds"] = 0.0
     else:
-        splits = build_with_progress(
-            args.train, args.heldout, args.ood, seed=args.seed, workers=args.workers
-        )
-        splits.save(out.parent / f"{out.name}-corpus")
-    summary["corpus_seconds"] = round(time.time() - t_start, 1)
+        corpus_dir = out.parent / f"{out.name}-corpus"
+        try:
+            splits = load_splits(corpus_dir)  # built by an earlier, interrupted run
+            summary["corpus_seconds"] = 0.0
+        except (OSError, ValueError):
+            splits = build_with_progress(
+                args.train,
+                args.heldout,
+                args.ood,
+                seed=args.seed,
+                workers=args.workers,
+                gold=args.gold,
+            )
+            splits.save(corpus_dir)
+            summary["corpus_seconds"] = round(time.time() - t_start, 1)
+    summary["gold"] = args.gold if args.corpus is None else "saved corpus"
 
-    # 2-3. Documents (rendered afresh each epoch) and tokenizer.
-    epoch_docs = render_documents(splits.train, seed=args.seed)
-    tokenizer = train_tokenizer(
-        epoch_docs[:_TOKENIZER_DOCS], vocab_size=args.vocab_size, model_max_length=args.seq_len
-    )
-    first = sequences(pack_documents(epoch_docs, tokenizer), args.seq_len)
-    loss_sets = {
-        "train": first,
-        "heldout": _split_sequences(splits.heldout, tokenizer, args),
-        "ood": _split_sequences(splits.ood, tokenizer, args),
-    }
+    # 2-3. Tokenizer (trained once, kept in the checkpoint folder) and documents.
+    data = _Data(splits, None, args, work)
+    tokenizer_dir = work / "tokenizer"
+    if (tokenizer_dir / "tokenizer.json").is_file():
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    else:
+        sample = data.render(splits.train[:_TOKENIZER_DOCS], args.seed)
+        tokenizer = train_tokenizer(
+            [c + t for c, t in sample], vocab_size=args.vocab_size, model_max_length=args.seq_len
+        )
+        save_tokenizer(tokenizer, tokenizer_dir)
+    data.tokenizer = tokenizer
+    first, first_mask = data.epoch(0)
     levels: dict[int, int] = {}
     for entry in splits.train:
         levels[entry.level] = levels.get(entry.level, 0) + 1
+    n_train = max(len(splits.train), 1)
     summary.update(
         programs={name: len(getattr(splits, name)) for name in SPLITS},
         levels=dict(sorted(levels.items())),
         ood_level=max((e.level for e in splits.ood), default=None),
-        documents_per_epoch=len(epoch_docs),
+        documents=args.documents,
+        full_share=args.full_share if args.documents == "lean" else 1.0,
         tokens_per_epoch=int(first.numel()),
+        tokens_per_program=round(first.numel() / n_train, 1),
+        trained_tokens_per_program=round(int(first_mask.sum()) / n_train, 1),
         vocab_size=len(tokenizer),
     )
 
-    # 4. Model and training.
+    # 4. Model and training (resumed from the checkpoint when there is one).
     config = tiny_coder_config(
         vocab_size=len(tokenizer),
         bos_token_id=tokenizer.bos_token_id,
@@ -213,27 +380,45 @@ def main(argv: Sequence[str] | None = None) -> dict:
         max_position_embeddings=args.seq_len,
         **SIZES[args.size],
     )
-    model = LlamaForCausalLM(config).to(args.device)
+    model = LlamaForCausalLM(config).to(device)
     summary.update(size=args.size, parameters=sum(p.numel() for p in model.parameters()))
-
-    def epoch_sequences(epoch: int) -> torch.Tensor:
-        if epoch == 0:
-            return first
-        docs = render_documents(splits.train, seed=args.seed + epoch)
-        return sequences(pack_documents(docs, tokenizer), args.seq_len)
-
-    train_seconds, steps_run, losses = _train(model, epoch_sequences, len(first), args)
-    losses_by_split = {
-        name: round(_mean_loss(model, seqs, args), 4) for name, seqs in loss_sets.items()
+    if args.autocast == "auto":
+        bf16 = device.type == "cuda" or bf16_is_faster(args.cpu_threads)
+    else:
+        bf16 = args.autocast == "bf16"
+    summary["autocast"] = "bf16" if bf16 else "off"
+    state = _train(model, data, len(first), args, bf16=bf16, work=work)
+    if state["paused"]:
+        print(
+            f"paused at step {state['step']} of {state['total']} "
+            f"(checkpoint in {work}); run the same command again to resume",
+            file=sys.stderr,
+        )
+        return {"paused": True, "step": state["step"], "total": state["total"]}
+    loss_sets = {
+        "train": (first, first_mask),
+        "heldout": data.held("heldout"),
+        "ood": data.held("ood"),
     }
+    losses_by_split = {
+        name: round(_mean_loss(model, *pair, args), 4) for name, pair in loss_sets.items()
+    }
+    losses = state["losses"]
     summary.update(
         epochs=args.epochs,
-        steps=steps_run,
+        steps=state["step"],
         batch_size=args.batch_size,
         seq_len=args.seq_len,
         lr=args.lr,
-        train_seconds=round(train_seconds, 1),
-        tokens_seen=steps_run * args.batch_size * args.seq_len,
+        cpu_threads=args.cpu_threads if device.type == "cpu" else None,
+        train_seconds=round(state["seconds"], 1),
+        tokens_seen=state["step"] * args.batch_size * args.seq_len,
+        tokens_per_second=round(
+            state["step"] * args.batch_size * args.seq_len / max(state["seconds"], 1e-9)
+        ),
+        max_times_learned_from=min(
+            args.epochs, math.ceil(state["step"] / max(state["per_epoch"], 1))
+        ),
         final_loss=round(sum(losses[-50:]) / max(len(losses[-50:]), 1), 4),
         loss=losses_by_split,
         loss_gap=round(losses_by_split["heldout"] - losses_by_split["train"], 4),
@@ -249,7 +434,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     summary["weights_bytes"] = (out / "model.safetensors").stat().st_size
 
     # 6. Rates with the environment's sampling, in distribution and out of it.
-    model.to(args.device)
+    model.to(device)
+    t_rates = time.time()
     with Executor(workers=args.workers or os.cpu_count() or 1) as executor:
         summary["rates"] = {
             split: measure_rates(
@@ -264,7 +450,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
             ).to_dict()
             for split in ("heldout", "ood")
         }
-    summary["total_seconds"] = round(time.time() - t_start, 1)
+    summary["rates_seconds"] = round(time.time() - t_rates, 1)
+    summary["total_seconds"] = round(time.time() - t_start + state["earlier_seconds"], 1)
     given = list(argv) if argv is not None else sys.argv[1:]
     summary["command"] = " ".join(["python -m redqueen.tinycoder.pretrain", *given])
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -273,13 +460,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
     return summary
 
 
-def _split_sequences(entries, tokenizer, args: argparse.Namespace) -> torch.Tensor:
-    docs = render_documents(entries, seed=args.seed + 100)
-    return sequences(pack_documents(docs, tokenizer), args.seq_len)
+def _train(
+    model: LlamaForCausalLM,
+    data: _Data,
+    per_epoch: int,
+    args: argparse.Namespace,
+    *,
+    bf16: bool,
+    work: Path,
+) -> dict:
+    """Every sequence of every epoch once, in a seeded order, checkpointed and resumable.
 
-
-def _train(model: LlamaForCausalLM, epoch_sequences, per_epoch: int, args: argparse.Namespace):
-    """Every sequence of every epoch once, in a seeded order; (seconds, steps, logged losses)."""
+    The order of epoch ``e`` is a permutation seeded by ``(seed, e)`` and the documents of an
+    epoch are a function of the seed too, so a checkpoint needs only the model, the optimizer,
+    the step and the logged losses to continue exactly. Returns the training state: ``step``,
+    ``total``, ``paused``, ``seconds`` (training time, all chunks), ``losses``, ``per_epoch``
+    (steps per epoch) and ``earlier_seconds`` (wall time of earlier chunks).
+    """
     device = torch.device(args.device)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
@@ -289,61 +486,119 @@ def _train(model: LlamaForCausalLM, epoch_sequences, per_epoch: int, args: argpa
         betas=(0.9, 0.95),
         fused=device.type == "cuda",
     )
-    total = max(1, args.epochs * (per_epoch // args.batch_size))
+    steps_per_epoch = per_epoch // args.batch_size
+    total = max(1, args.epochs * steps_per_epoch)
+    if args.tokens is not None:
+        total = min(total, max(1, int(args.tokens) // (args.batch_size * args.seq_len)))
     if args.max_steps is not None:
         total = min(total, args.max_steps)
     budget = None if args.max_minutes is None else 60.0 * args.max_minutes
-    gen = torch.Generator().manual_seed(args.seed)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda")
+    state = {"step": 0, "seconds": 0.0, "losses": [], "earlier_seconds": 0.0}
+    path = work / "state.pt"
+    if path.is_file():
+        saved = torch.load(path, weights_only=False)
+        if saved["total"] != total or saved["size"] != args.size:
+            print(
+                f"error: {path} is from a run with {saved['total']} steps of size "
+                f"{saved['size']}, not {total} of {args.size}; remove it to start afresh",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state.update({k: saved[k] for k in ("step", "seconds", "losses")})
+        state["earlier_seconds"] = saved.get("wall_seconds", 0.0)
+        torch.set_rng_state(saved["rng"])
+
+    def save() -> None:
+        _atomic_save(
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "total": total,
+                "size": args.size,
+                "wall_seconds": state["earlier_seconds"] + time.time() - t_wall,
+                "rng": torch.get_rng_state(),
+                **{k: state[k] for k in ("step", "seconds", "losses")},
+            },
+            path,
+        )
+
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     model.train()
-    losses: list[float] = []
-    t0 = time.time()
-    step = 0
+    t_wall = t_chunk = last_save = time.time()
+    seconds_before = state["seconds"]
+    paused = False
     with progress_bar() as bar:
-        task = bar.add_task("train", total=total, info="")
-        for epoch in range(args.epochs):
-            seqs = epoch_sequences(epoch)
-            order = torch.randperm(len(seqs), generator=gen)
-            for start in range(0, len(order) - args.batch_size + 1, args.batch_size):
-                elapsed = time.time() - t0
-                if step >= total or (budget is not None and elapsed > budget):
+        task = bar.add_task("train", total=total, completed=state["step"], info="")
+        while state["step"] < total and not paused:
+            epoch, position = divmod(state["step"], max(steps_per_epoch, 1))
+            if epoch >= args.epochs:
+                break
+            seqs, masks = data.epoch(epoch)
+            order = torch.randperm(
+                len(seqs), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch)
+            )
+            for b in range(position, steps_per_epoch):
+                now = time.time()
+                elapsed = seconds_before + now - t_chunk
+                if state["step"] >= total or (budget is not None and elapsed > budget):
+                    total = state["step"]
+                    break
+                if (
+                    args.stop_after_minutes is not None
+                    and now - t_wall > 60 * args.stop_after_minutes
+                ) or (args.stop_at_step is not None and state["step"] >= args.stop_at_step):
+                    paused = True
                     break
                 fraction = elapsed / budget if budget else 0.0
                 for group in optimizer.param_groups:
-                    group["lr"] = _lr_at(step, total, args.lr, fraction)
-                batch = (
-                    seqs[order[start : start + args.batch_size]].long().to(device)
-                )  # (batch, seq)
+                    group["lr"] = _lr_at(state["step"], total, args.lr, fraction)
+                rows = order[b * args.batch_size : (b + 1) * args.batch_size]
+                batch = seqs[rows].long().to(device)  # (batch, seq)
+                labels = batch.masked_fill(masks[rows].to(device) == 0, -100)
                 with autocast:
-                    loss = model(input_ids=batch, labels=batch).loss
+                    loss = model(input_ids=batch, labels=labels).loss
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
-                if step % 10 == 0:
-                    losses.append(loss.item())
+                if state["step"] % 10 == 0:
+                    state["losses"].append(round(loss.item(), 4))
                     bar.update(
-                        task, completed=step + 1, info=f"epoch {epoch + 1} loss {losses[-1]:.3f}"
+                        task,
+                        completed=state["step"] + 1,
+                        info=f"epoch {epoch + 1} loss {state['losses'][-1]:.3f}",
                     )
-                step += 1
-        bar.update(task, completed=step)
+                state["step"] += 1
+                state["seconds"] = seconds_before + time.time() - t_chunk
+                if time.time() - last_save > 60 * args.checkpoint_minutes:
+                    save()
+                    last_save = time.time()
+            else:
+                continue
+            break
+        bar.update(task, completed=state["step"])
+    save()
     model.eval()
-    return time.time() - t0, step, losses
+    state.update(total=total, paused=paused, per_epoch=steps_per_epoch)
+    return state
 
 
 @torch.no_grad()
-def _mean_loss(model: LlamaForCausalLM, seqs: torch.Tensor, args: argparse.Namespace) -> float:
-    """Mean next-token loss over the first ``loss_batches`` batches (same for every split)."""
+def _mean_loss(
+    model: LlamaForCausalLM, seqs: torch.Tensor, masks: torch.Tensor, args: argparse.Namespace
+) -> float:
+    """Mean next-token loss on trained-on tokens over the first ``loss_batches`` batches."""
     device = torch.device(args.device)
     model.eval()
     total, count = 0.0, 0
     for b in range(args.loss_batches):
-        batch = seqs[b * args.batch_size : (b + 1) * args.batch_size]
+        batch = seqs[b * args.batch_size : (b + 1) * args.batch_size].long().to(device)
         if len(batch) == 0:
             break
-        total += model(
-            input_ids=batch.long().to(device), labels=batch.long().to(device)
-        ).loss.item()
+        mask = masks[b * args.batch_size : (b + 1) * args.batch_size].to(device)
+        total += model(input_ids=batch, labels=batch.masked_fill(mask == 0, -100)).loss.item()
         count += 1
     return total / max(count, 1)
 

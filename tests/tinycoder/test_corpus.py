@@ -15,12 +15,14 @@ from redqueen.tinycoder import MAX_LEVEL, ProgramGenerator
 from redqueen.tinycoder.corpus import (
     build_corpus,
     entry_task,
+    lean_document,
     load_corpus,
     render_documents,
+    render_lean_documents,
     save_corpus,
 )
 from redqueen.tinycoder.model import tiny_coder_config
-from redqueen.tinycoder.pretrain import pack_documents
+from redqueen.tinycoder.pretrain import pack_documents, pack_pairs
 from redqueen.tinycoder.rates import generate_texts
 from redqueen.tinycoder.tokenizer import save_tokenizer, train_tokenizer
 from redqueen.verifiers import Executor, validate_program
@@ -110,6 +112,47 @@ def test_tokenizer_round_trips_and_keeps_tags_whole(corpus, tmp_path):
     assert loaded.eos_token == "</s>" and loaded.pad_token == "<pad>" and loaded.bos_token == "<s>"
     stream = pack_documents(docs[:3], tokenizer)
     assert int((stream == tokenizer.eos_token_id).sum()) == 3
+
+
+def test_lean_documents_learn_each_program_once(corpus):
+    docs = render_lean_documents(corpus, seed=2, full_share=0.5)
+    assert len(docs) == len(corpus)
+    lean = [t for c, t in docs if not c]
+    assert 0 < len(lean) < len(docs)
+    for entry in corpus:
+        # The program is a training target in exactly one document (lean or a proposal),
+        # or only context (a student prompt reads it).
+        targets = [t for _, t in docs if entry.program.strip() in t]
+        assert len(targets) <= 1
+    entry = corpus[0]
+    text = lean_document(entry)
+    assert text.startswith("<ref>\n<prog>\n") and text.endswith("</out>\n</ref>")
+    assert text.count("<in>") == N_CODE_F_INPUTS and entry.outputs[-1] in text
+    for context, target in docs:
+        if context.startswith("<solve"):
+            assert context.endswith("<answer>\n") and target.endswith("</answer>")
+        elif context:
+            assert context.endswith("<task>\n") and target.endswith("</task>")
+    assert all(not c for c, _ in render_lean_documents(corpus, seed=2, full_share=0.0))
+    assert all(c for c, _ in render_lean_documents(corpus, seed=2, full_share=1.0))
+    with pytest.raises(ValueError, match="full_share"):
+        render_lean_documents(corpus, seed=2, full_share=1.5)
+
+
+def test_packed_pairs_train_only_on_the_target(corpus):
+    docs = render_lean_documents(corpus, seed=4, full_share=1.0)
+    tokenizer = train_tokenizer([c + t for c, t in docs], vocab_size=400)
+    ids, mask = pack_pairs(docs[:4], tokenizer)
+    assert ids.shape == mask.shape and int((ids == tokenizer.eos_token_id).sum()) == 4
+    start = 0
+    for context, target in docs[:4]:
+        n_context = len(tokenizer(context)["input_ids"])
+        n_target = len(tokenizer(target)["input_ids"]) + 1
+        assert mask[start : start + n_context].sum() == 0
+        assert mask[start + n_context : start + n_context + n_target].all()
+        assert tokenizer.decode(ids[start + n_context : start + n_context + n_target - 1]) == target
+        start += n_context + n_target
+    assert start == len(ids)
 
 
 def test_config_rejects_uneven_heads():

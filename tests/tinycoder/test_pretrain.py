@@ -78,6 +78,10 @@ def test_profiles_and_at_most_two_epochs(capsys) -> None:
     assert (args.train, args.size, args.epochs, args.device) == (150_000, "small", 2, "cuda")
     assert parse_args(["--out", "x", "--profile", "full", "--train", "10"]).train == 10
     assert parse_args(["--out", "x"]).profile == "ci" and PROFILES["ci"]["size"] == "micro"
+    cpu = parse_args(["--out", "x", "--profile", "cpu"])
+    assert (cpu.device, cpu.cpu_threads, cpu.documents, cpu.autocast) == ("cpu", 2, "lean", "auto")
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--full-share", "2"])
     with pytest.raises(SystemExit):
         parse_args(["--out", "x", "--epochs", "3"])
     assert "--epochs" in capsys.readouterr().err
@@ -89,6 +93,29 @@ def test_unreadable_corpus_is_one_line_and_status_2(tmp_path, capsys) -> None:
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "train.jsonl" in err[0]
+
+
+def test_a_run_split_in_chunks_resumes_exactly(small_splits, tmp_path, capsys) -> None:
+    _, corpus = small_splits
+    common = ["--corpus", str(corpus), *SHORT, "--eval-n", "1", "--samples", "1"]
+    whole = tmp_path / "whole"
+    pretrain(["--out", str(whole), *common])
+    split = tmp_path / "split"
+    paused = pretrain(["--out", str(split), *common, "--stop-at-step", "5"])
+    assert paused == {"paused": True, "step": 5, "total": 12}
+    assert not (split / "model.safetensors").exists()
+    again = pretrain(["--out", str(split), *common])
+    assert again["steps"] == 12
+    a = AutoModelForCausalLM.from_pretrained(whole).state_dict()
+    b = AutoModelForCausalLM.from_pretrained(split).state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert again["loss"] == json.loads((whole / "training.json").read_text())["loss"]
+    # A checkpoint from another schedule is refused, not silently continued.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        pretrain(["--out", str(split), *common, "--max-steps", "20"])
+    assert exit_info.value.code == 2
+    assert "remove it" in capsys.readouterr().err.strip().splitlines()[-1]
 
 
 def test_sequences_and_schedule() -> None:
