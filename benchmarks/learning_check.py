@@ -105,9 +105,8 @@ class Probe:
         torch.manual_seed(seed)
         random.seed(seed)
         self.seed = seed
-        self.host = AdapterHost(
-            self.cfg.model.name if self.cfg.model.name != "tiny-coder" else None
-        )
+        default = self.cfg.model.name if self.cfg.model.name != "tiny-coder" else None
+        self.host = AdapterHost(os.environ.get("REDQUEEN_LEARNING_CHECK_MODEL") or default)
         settings = self.cfg.learner.model_dump()
         if lr is not None:
             settings["lr"] = lr
@@ -518,11 +517,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--summarise", action="store_true", help="recompute the summary only")
     parser.add_argument("--plot", action="store_true", help="draw learning_check.png")
     parser.add_argument("--out", type=Path, default=RESULTS / "learning_check.json")
+    parser.add_argument(
+        "--model", help="base model path or id (default: the tiny preset's); use its own --out"
+    )
     args = parser.parse_args(argv)
+    if args.model:
+        os.environ["REDQUEEN_LEARNING_CHECK_MODEL"] = args.model
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(1)
     result: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
     result.setdefault("plan", "benchmarks/LEARNING_CHECK.md")
+    result.setdefault("model", args.model or "tiny preset")
     result.setdefault("runs", {})
     result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
     jobs = [

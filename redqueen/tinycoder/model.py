@@ -1,8 +1,8 @@
 """The tiny-coder architecture: a small Llama configuration, in named sizes.
 
-Input and output embeddings are tied. ``tiny`` (about 3M parameters, 12 MB in fp32) is the
-shipped demo model; ``small`` (about 14M, under 30 MB in bf16) is the size the full corpus is
-meant for; ``micro`` is for tests. Narrow, deeper stacks rather than wide shallow ones, because
+Input and output embeddings are tied. ``mini`` (about 1.5M parameters), ``tiny`` (3.05M, 12 MB
+in fp32) and ``base`` (about 7M) are the sizes a two-core CPU can pretrain in a couple of hours;
+``small`` (about 14M, under 30 MB in bf16) is for a GPU; ``micro`` is for tests. Narrow, deeper stacks rather than wide shallow ones, because
 the corpus is about following program structure more than about memorising tokens.
 """
 
@@ -27,11 +27,23 @@ SIZES: dict[str, dict[str, int]] = {
         "num_attention_heads": 4,
         "intermediate_size": 128,
     },
+    "mini": {
+        "hidden_size": 128,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 4,
+        "intermediate_size": 352,
+    },
     "tiny": {
         "hidden_size": 192,
         "num_hidden_layers": 6,
         "num_attention_heads": 6,
         "intermediate_size": 512,
+    },
+    "base": {
+        "hidden_size": 256,
+        "num_hidden_layers": 8,
+        "num_attention_heads": 8,
+        "intermediate_size": 704,
     },
     "small": {
         "hidden_size": 384,

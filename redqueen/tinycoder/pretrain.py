@@ -94,8 +94,8 @@ PROFILES: dict[str, dict] = {
         "size": "tiny",
         "device": "cpu",
         "epochs": 2,
-        "batch_size": 16,
-        "seq_len": 512,
+        "batch_size": 8,
+        "seq_len": 1024,
         "lr": 2e-3,
         "vocab_size": 2048,
         "eval_n": 128,
@@ -176,7 +176,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--stop-at-step", type=int, help="checkpoint and stop at this step (run again to resume)"
     )
-    p.add_argument("--eval-n", type=int, help="proposals and tasks per task type for the rates")
+    p.add_argument(
+        "--eval-n",
+        type=int,
+        help="proposals and tasks per task type for the rates (0: no rates and no card)",
+    )
     p.add_argument("--samples", type=int, help="sampled answers per task (pass@k)")
     p.add_argument("--max-new-tokens", type=int, help="generation budget for the rates")
     p.add_argument("--loss-batches", type=int, help="batches per loss measurement")
@@ -436,6 +440,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     # 6. Rates with the environment's sampling, in distribution and out of it.
     model.to(device)
     t_rates = time.time()
+    if args.eval_n == 0:  # a probe reads the losses only: no rates, no card
+        summary["rates"] = None
+        summary["total_seconds"] = round(time.time() - t_start + state["earlier_seconds"], 1)
+        (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return summary
     with Executor(workers=args.workers or os.cpu_count() or 1) as executor:
         summary["rates"] = {
             split: measure_rates(
