@@ -37,7 +37,8 @@ def check_targets(summary: dict) -> list[TargetCheck]:
 
     Valid proposals 70-95% per task type; code_o and code_i solved 30-60% at T=1 and pass@k
     >= 0.8; code_f pass@k >= 0.1; the solve rate falls with level; held-out minus training loss
-    under 0.3 nats; weights at most 30 MB.
+    under 0.3 nats; weights at most 30 MB; for runs that record them, each program learned from
+    at most twice and at least 100,000 distinct programs learned from.
     """
     rates = summary["rates"]["heldout"]
     k = rates["samples"]
@@ -70,6 +71,17 @@ def check_targets(summary: dict) -> list[TargetCheck]:
     checks.append(
         TargetCheck("held-out minus training loss", f"{gap:.3f} nats", "< 0.3", gap < 0.3)
     )
+    if "max_times_learned_from" in summary:
+        times = summary["max_times_learned_from"]
+        checks.append(
+            TargetCheck("times a program is learned from", f"at most {times}", "<= 2", times <= 2)
+        )
+        seen = summary["programs_learned_from"]
+        checks.append(
+            TargetCheck(
+                "distinct programs learned from", f"{seen:,}", ">= 100,000", seen >= 100_000
+            )
+        )
     size = summary["weights_bytes"]
     checks.append(
         TargetCheck("weights file", f"{size / 1e6:.1f} MB", "<= 30 MB", size <= MAX_WEIGHTS_BYTES)
@@ -214,7 +226,9 @@ def _corpus_text(summary: dict) -> str:
             f"- One document per program per epoch, rendered afresh each epoch: with probability\n"
             f"  {1 - share:.2f} the program once with all its inputs and outputs; otherwise one of\n"
             f"  the six prompt formats (teacher or student, code_o, code_i or code_f), of which only\n"
-            f"  the completion is trained on. {summary['tokens_per_epoch']} tokens per epoch,\n"
+            f"  the completion is trained on. In a {summary.get('rename_share', 0.0):.2f} share of the\n"
+            f"  documents the programs carry new identifier names (same canonical form, same\n"
+            f"  outputs). {summary['tokens_per_epoch']} tokens per epoch,\n"
             f"  {summary['tokens_per_program']} per program ({summary['trained_tokens_per_program']}"
             f" of them trained on)."
         )

@@ -16,11 +16,12 @@ import json
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.programs import TRAIN_LEVELS, GeneratedProgram, ProgramGenerator
+from redqueen.tinycoder.rename import rename_identifiers
 from redqueen.verifiers import Executor, Triplet, make_task, validate_programs
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,
@@ -251,6 +252,7 @@ def render_lean_documents(
     seed: int,
     full_share: float = 0.3,
     max_references: int = 3,
+    rename_share: float = 0.0,
 ) -> list[tuple[str, str]]:
     """One training document per entry, as ``(context, target)`` pairs, shuffled.
 
@@ -261,24 +263,39 @@ def render_lean_documents(
     1..``max_references`` references from other entries (context) and the proposal (target),
     or a student prompt (context) and its answer (target). Either way each entry's program
     is a training target at most once per call, so epochs bound how often it is learned from.
+    With probability ``rename_share`` a document's programs (the entry's and each reference,
+    independently) carry new identifier names (:func:`~redqueen.tinycoder.rename.rename_identifiers`;
+    outputs are unchanged by construction).
 
     Raises:
-        ValueError: If ``full_share`` is outside [0, 1].
+        ValueError: If ``full_share`` or ``rename_share`` is outside [0, 1].
     """
-    if not 0.0 <= full_share <= 1.0:
-        raise ValueError(f"render_lean_documents: full_share must be in [0, 1], got {full_share}")
+    for label, share in (("full_share", full_share), ("rename_share", rename_share)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"render_lean_documents: {label} must be in [0, 1], got {share}")
     rng = random.Random(seed)
+    names = random.Random(seed + 1)  # renaming has its own stream: the documents stay the same
+
+    def renamed(entry: CorpusEntry) -> CorpusEntry:
+        if rename_share and names.random() < rename_share:
+            return replace(entry, program=rename_identifiers(entry.program, names))
+        return entry
+
     docs: list[tuple[str, str]] = []
     for position, entry in enumerate(entries):
+        entry = renamed(entry)
         if rng.random() >= full_share:
             docs.append(("", lean_document(entry)))
             continue
         role, task_type = _ROLES[rng.randrange(len(_ROLES))]
         index = rng.randrange(len(entry.inputs))
         if role == "propose":
-            refs = reference_triplets(
-                entries, rng, rng.randint(1, max_references), exclude=position
-            )
+            refs = [
+                replace(r, program=renamed(CorpusEntry(r.program, 0, (), ())).program)
+                for r in reference_triplets(
+                    entries, rng, rng.randint(1, max_references), exclude=position
+                )
+            ]
             inputs = entry.inputs if task_type == "code_f" else (entry.inputs[index],)
             proposal = Proposal(task_type, entry.program, inputs)
             docs.append((propose_prompt(task_type, refs), propose_completion(task_type, proposal)))

@@ -9,7 +9,8 @@ One seeded run (1) builds the three corpus splits with gold outputs
 programs afresh for each epoch: with ``--documents lean`` (the default) each program is the
 subject of one document per epoch, mostly the program once with all its calls and outputs and,
 for a ``--full-share`` of them, one of the environment's prompt formats (only the completion
-is trained on; the prompt is context), (3) trains a byte-level BPE tokenizer, (4) trains the
+is trained on; the prompt is context), with a ``--rename-share`` of them under new identifier
+names (:mod:`redqueen.tinycoder.rename`), (3) trains a byte-level BPE tokenizer, (4) trains the
 Llama model on packed sequences, every sequence once per epoch and at most two epochs, so each
 program is learned from at most twice (next-token loss, AdamW, warm-up + cosine), (5) measures
 the loss on training, held-out and out-of-distribution documents, (6) saves a folder that
@@ -160,6 +161,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--full-share", type=float, default=0.3, help="lean style: share in prompt formats"
     )
+    p.add_argument(
+        "--rename-share",
+        type=float,
+        default=0.5,
+        help="lean style: share of documents whose programs carry new identifier names",
+    )
     p.add_argument("--autocast", choices=AUTOCAST_MODES, default="auto")
     p.add_argument("--tokens", type=float, help="training token budget (sets the step count)")
     p.add_argument(
@@ -191,8 +198,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for key, value in PROFILES[args.profile].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    if not 0.0 <= args.full_share <= 1.0:
-        p.error(f"--full-share must be in [0, 1], got {args.full_share}")
+    for flag in ("full_share", "rename_share"):
+        if not 0.0 <= getattr(args, flag) <= 1.0:
+            p.error(f"--{flag.replace('_', '-')} must be in [0, 1], got {getattr(args, flag)}")
     return args
 
 
@@ -271,7 +279,12 @@ class _Data:
     def render(self, entries, seed: int) -> list[tuple[str, str]]:
         if self.args.documents == "full":
             return [("", d) for d in render_documents(entries, seed=seed)]
-        return render_lean_documents(entries, seed=seed, full_share=self.args.full_share)
+        return render_lean_documents(
+            entries,
+            seed=seed,
+            full_share=self.args.full_share,
+            rename_share=self.args.rename_share,
+        )
 
     def epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(sequences, mask), each (n, seq_len): epoch ``epoch``'s documents, packed."""
@@ -369,6 +382,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ood_level=max((e.level for e in splits.ood), default=None),
         documents=args.documents,
         full_share=args.full_share if args.documents == "lean" else 1.0,
+        rename_share=args.rename_share if args.documents == "lean" else 0.0,
         tokens_per_epoch=int(first.numel()),
         tokens_per_program=round(first.numel() / n_train, 1),
         trained_tokens_per_program=round(int(first_mask.sum()) / n_train, 1),
@@ -422,6 +436,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         ),
         max_times_learned_from=min(
             args.epochs, math.ceil(state["step"] / max(state["per_epoch"], 1))
+        ),
+        # Every program has one document per epoch; short of a whole epoch, the share of the
+        # epoch's sequences trained (in a random order) estimates the share of programs.
+        programs_learned_from=round(
+            len(splits.train) * min(1.0, state["step"] / max(state["per_epoch"], 1))
         ),
         final_loss=round(sum(losses[-50:]) / max(len(losses[-50:]), 1), 4),
         loss=losses_by_split,

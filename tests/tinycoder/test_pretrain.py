@@ -56,7 +56,7 @@ def test_summary_and_card_carry_every_figure(trained) -> None:
     card = (out / "README.md").read_text()
     for text in ("## Targets", "pass@2", "out of distribution", "loss gap", "by generator level"):
         assert text in card
-    assert len(check_targets(summary)) == 12
+    assert len(check_targets(summary)) == 14
     assert "--max-steps 12" in summary["command"]
 
 
