@@ -165,7 +165,7 @@ def plot(path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("training tokens (millions, log scale)")
     ax.set_ylabel("held-out loss (nats per trained token)")
-    ax.set_title("Size probe on 2 CPU cores: equal training time per column")
+    ax.set_title("Size probe on 2 CPU cores (labels: training minutes)")
     ax.legend()
     fig.tight_layout()
     figure = path.with_suffix(".png")

@@ -243,20 +243,29 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (all cores)")
     parser.add_argument("--cpu-threads", type=int, default=1, help="torch threads on the CPU")
     parser.add_argument("--write", action="store_true", help="update training.json and README.md")
+    parser.add_argument(
+        "--splits",
+        type=Path,
+        help="read heldout.jsonl and ood.jsonl from this folder instead (e.g. another model's, "
+        "to compare two models on the same tasks: tasks are chosen by --seed alone)",
+    )
     args = parser.parse_args(argv)
+    if args.write and args.splits is not None:
+        parser.error("--write records the model's own splits; leave out --splits")
     if args.device == "cpu":
         torch.set_num_threads(args.cpu_threads)
     model = AutoModelForCausalLM.from_pretrained(args.model).to(args.device)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
-    splits = [s for s in ("heldout", "ood") if (args.model / f"{s}.jsonl").is_file()]
+    folder = args.splits if args.splits is not None else args.model
+    splits = [s for s in ("heldout", "ood") if (folder / f"{s}.jsonl").is_file()]
     if not splits:
-        parser.error(f"{args.model} has neither heldout.jsonl nor ood.jsonl")
+        parser.error(f"{folder} has neither heldout.jsonl nor ood.jsonl")
     with Executor(workers=args.workers) as executor:
         rates = {
             split: measure_rates(
                 model,
                 tokenizer,
-                load_corpus(args.model / f"{split}.jsonl"),
+                load_corpus(folder / f"{split}.jsonl"),
                 executor=executor,
                 n=args.n,
                 samples=args.samples,

@@ -1,0 +1,114 @@
+"""Two base models side by side on the same tasks: the shipped ``tiny-coder`` and a new one.
+
+For each model: the rates of :func:`redqueen.tinycoder.rates.measure_rates` (valid proposals,
+solve rate at T=1, pass@k, greedy pass@1, per task type) on the *new* model's held-out and OOD
+splits, with the same seed, so both models answer exactly the same tasks; and greedy pass@1 on
+the frozen ``code_output`` evaluation suite (``redqueen eval --model M -b code_output``). Both
+models run in this one process, one after the other, on the same machine.
+
+Usage::
+
+    python benchmarks/base_models.py --new out/coder [--n 128] [--samples 8]
+
+Writes ``benchmarks/results/base_models.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from redqueen.assets import tiny_coder_path
+from redqueen.tinycoder.corpus import load_corpus
+from redqueen.tinycoder.rates import measure_rates
+from redqueen.verifiers import Executor
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def suite_pass_at_1(model: Path, threads: int) -> dict:
+    """Greedy pass@1 on the frozen code_output suite, from ``redqueen eval --model``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [str(Path(sys.executable).with_name("redqueen")), "eval", "--model", str(model)]
+            + ["-b", "code_output"]
+            + ["--out", tmp, "--cpu-threads", str(threads)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        report = json.loads((Path(tmp) / "eval_code_output.json").read_text())
+    return report
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--new", type=Path, required=True, help="the new model folder")
+    p.add_argument("--old", type=Path, default=None, help="default: the shipped tiny-coder")
+    p.add_argument("--n", type=int, default=128)
+    p.add_argument("--samples", type=int, default=8)
+    p.add_argument("--max-new-tokens", type=int, default=256)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", type=Path, default=RESULTS / "base_models.json")
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch.set_num_threads(args.threads)
+    models = {"tiny-coder": args.old or tiny_coder_path(), "new": args.new}
+    splits = {s: load_corpus(args.new / f"{s}.jsonl") for s in ("heldout", "ood")}
+    result: dict = {
+        "setup": {
+            "splits": f"{args.new}/{{heldout,ood}}.jsonl (the new model's held-out programs)",
+            "n": args.n,
+            "samples": args.samples,
+            "max_new_tokens": args.max_new_tokens,
+            "seed": 0,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
+        },
+        "models": {},
+    }
+    with Executor(workers=2) as executor:
+        for name, folder in models.items():
+            t0 = time.time()
+            model = AutoModelForCausalLM.from_pretrained(folder)
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+            row: dict = {
+                "path": str(folder),
+                "parameters": sum(x.numel() for x in model.parameters()),
+            }
+            for split, entries in splits.items():
+                row[split] = measure_rates(
+                    model,
+                    tokenizer,
+                    entries,
+                    executor=executor,
+                    n=args.n,
+                    samples=args.samples,
+                    seed=0,
+                    max_new_tokens=args.max_new_tokens,
+                ).to_dict()
+            row["code_output_suite"] = suite_pass_at_1(Path(folder), args.threads)
+            row["seconds"] = round(time.time() - t0, 1)
+            result["models"][name] = row
+            args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        json.dumps(
+            {
+                n: {s: r[s]["greedy_solve_rate"] for s in splits}
+                for n, r in result["models"].items()
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
