@@ -79,10 +79,10 @@ class AdapterHost:
         if dtype is None:
             dtype = torch.float32 if self.device.type == "cpu" else torch.bfloat16
         self.dtype = dtype
-        if model is None:
-            from redqueen.assets import tiny_coder_path
+        if model is None or isinstance(model, str):
+            from redqueen.assets import resolve_model
 
-            model = tiny_coder_path()
+            model = resolve_model(model)
         if isinstance(model, PreTrainedModel):
             self.model_path = str(getattr(model, "name_or_path", "") or type(model).__name__)
             # ``PreTrainedModel.to`` is wrapped by functools.wraps, whose stub leaves it unbound.

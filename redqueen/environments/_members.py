@@ -82,7 +82,7 @@ def make_host(
     if host is None:
         if dtype is not None and dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
-        path = None if model in (None, "tiny-coder") else model
+        path = model  # None or a shipped name: AdapterHost resolves it
         try:
             host = AdapterHost(
                 path,
@@ -303,7 +303,9 @@ class MemberBook:
     ) -> float:
         """Hypervolume of the role's weighted objective vectors (pymoo), against a reference
         point fixed the first time it is computed so that values compare across steps."""
-        return hypervolumes({role: members}, {role: objectives}, self.hv_reference)[f"hypervolume/{role}"]
+        return hypervolumes({role: members}, {role: objectives}, self.hv_reference)[
+            f"hypervolume/{role}"
+        ]
 
     def rating_rows(self, step: int) -> list[dict[str, Any]]:
         """Rows of ``ratings.jsonl`` for every living member (mu, sigma, lcb ``None`` when unrated)."""

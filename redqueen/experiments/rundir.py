@@ -497,10 +497,11 @@ def export_adapter(
         with run_dir.snapshot():  # no checkpoint replaces population/ while the adapter is read
             base_model = json.loads(config_file.read_text()).get("base_model_name_or_path")
             genome = LoRAGenome.from_peft(source)
-        if (config.get("model") or {}).get("name") == "tiny-coder":
-            from redqueen.assets import tiny_coder_path
+        name = (config.get("model") or {}).get("name")
+        from redqueen.assets import shipped_model_path, shipped_models
 
-            base_model = str(tiny_coder_path())
+        if name in shipped_models():
+            base_model = str(shipped_model_path(name))
     except Exception as error:  # a damaged folder can fail in json, safetensors or peft
         detail = (str(error).splitlines() or [type(error).__name__])[0]
         raise RunDirectoryError(f"{source}: corrupt adapter ({type(error).__name__}: {detail})") from None

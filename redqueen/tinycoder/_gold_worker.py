@@ -16,6 +16,7 @@ import signal
 import struct
 import sys
 from collections.abc import Sequence
+from types import CodeType
 
 _HEADER = struct.Struct(">I")
 
@@ -32,8 +33,8 @@ def run_batch(
     pairs: Sequence[tuple[str, str]], timeout: float, max_value_chars: int, max_stdout: int
 ) -> list[tuple[bool, str | None, str | None, bool, str]]:
     """Run every ``(source, expr)`` in a fresh namespace; ``(ok, value, error, timed_out, stdout)``."""
-    codes: dict[str, object] = {}
-    out = []
+    codes: dict[str, CodeType] = {}
+    out: list[tuple[bool, str | None, str | None, bool, str]] = []
     for source, expr in pairs:
         buffer = io.StringIO()
         try:

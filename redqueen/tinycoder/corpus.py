@@ -22,7 +22,7 @@ from pathlib import Path
 from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.programs import TRAIN_LEVELS, GeneratedProgram, ProgramGenerator
 from redqueen.tinycoder.rename import rename_identifiers
-from redqueen.verifiers import Executor, Triplet, make_task, validate_programs
+from redqueen.verifiers import ProgramRunner, Triplet, make_task, validate_programs
 from redqueen.verifiers.formats import (
     N_CODE_F_INPUTS,
     TASK_TYPES,
@@ -105,7 +105,7 @@ def build_corpus(
     n_programs: int,
     *,
     seed: int,
-    executor: Executor,
+    executor: ProgramRunner,
     levels: Sequence[int] = TRAIN_LEVELS,
     exclude: AbstractSet[bytes] = frozenset(),
     batch: int = 512,

@@ -31,7 +31,7 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from redqueen.verifiers import ExecResult, Executor
 
@@ -54,23 +54,25 @@ class _Worker:
             stdout=subprocess.PIPE,
             env=env,
         )
-        self.part: list[int] | None = None  # indices of the batch in flight
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        self.part: list[int] = []  # indices of the batch in flight
         self.deadline = 0.0
 
     def send(self, part: list[int], payload: bytes, wait: float) -> None:
         self.part, self.deadline = part, time.monotonic() + wait
-        self.proc.stdin.write(_HEADER.pack(len(payload)) + payload)
-        self.proc.stdin.flush()
+        self.stdin.write(_HEADER.pack(len(payload)) + payload)
+        self.stdin.flush()
 
     def receive(self) -> list:
-        size = _HEADER.unpack(_read_exactly(self.proc.stdout, _HEADER.size))[0]
-        return pickle.loads(_read_exactly(self.proc.stdout, size))  # noqa: S301 - our own worker
+        size = _HEADER.unpack(_read_exactly(self.stdout, _HEADER.size))[0]
+        return pickle.loads(_read_exactly(self.stdout, size))  # noqa: S301 - our own worker
 
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            stream.close()
+        self.stdin.close()
+        self.stdout.close()
 
 
 def _read_exactly(stream, n: int) -> bytes:
@@ -128,14 +130,15 @@ class GoldPool:
         self._pools: list[list[_Worker] | None] = [None, None]
 
     def _pool(self, which: int) -> list[_Worker]:
-        if self._pools[which] is None:
-            self._pools[which] = [
+        pool = self._pools[which]
+        if pool is None:
+            pool = self._pools[which] = [
                 _Worker(1 + which, self.memory_bytes) for _ in range(self.workers)
             ]
-        return self._pools[which]
+        return pool
 
     def execute_many(
-        self, pairs: Sequence[tuple[str, str]], *, heap_jitter: Sequence[int] | None = None
+        self, pairs: Iterable[tuple[str, str]], *, heap_jitter: Sequence[int] | None = None
     ) -> list[ExecResult]:
         """Run every ``(source, expr)`` pair; results in order.
 
@@ -169,22 +172,22 @@ class GoldPool:
                 for worker in busy:
                     if worker not in ready and now < worker.deadline:
                         continue
-                    which = 0 if worker in self._pools[0] else 1
+                    which = 0 if worker in self._pool(0) else 1
                     part = worker.part
-                    selector.unregister(worker.proc.stdout)
+                    selector.unregister(worker.stdout)
                     try:
                         if worker not in ready:
                             raise TimeoutError
                         rows = [ExecResult(*row) for row in worker.receive()]
                     except (TimeoutError, EOFError, OSError, pickle.UnpicklingError):
                         worker.kill()
-                        pool = self._pools[which]
+                        pool = self._pool(which)
                         slot = pool.index(worker)
                         worker = pool[slot] = _Worker(1 + which, self.memory_bytes)
                         rows = self._fall_back([pairs[i] for i in part])
                     for i, row in zip(part, rows, strict=True):
                         results[i] = row
-                    worker.part = None
+                    worker.part = []
                     self._feed(worker, queues[which], pairs, selector)
         return results  # type: ignore[return-value]
 
@@ -196,7 +199,7 @@ class GoldPool:
             ([pairs[i] for i in part], self.timeout, self.max_value_chars, 100_000)
         )
         worker.send(part, payload, self.batch_timeout)
-        selector.register(worker.proc.stdout, selectors.EVENT_READ, worker)
+        selector.register(worker.stdout, selectors.EVENT_READ, worker)
 
     def _fall_back(self, pairs: list[tuple[str, str]]) -> list[ExecResult]:
         self.fallback_batches += 1

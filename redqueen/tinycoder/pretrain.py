@@ -35,11 +35,13 @@ import random
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
-from transformers import LlamaForCausalLM
+from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
 from redqueen.tinycoder.card import write_model_card
 from redqueen.tinycoder.corpus import render_documents, render_lean_documents, save_corpus
@@ -274,6 +276,19 @@ def bf16_is_faster(threads: int, size: int = 512, repeats: int = 5) -> bool:
     return timings[torch.bfloat16] < timings[torch.float32]
 
 
+@dataclass
+class _TrainState:
+    """Where training stands: what a checkpoint holds, and how the run ended."""
+
+    step: int = 0
+    seconds: float = 0.0  # training time, all chunks
+    losses: list[float] = field(default_factory=list)
+    earlier_seconds: float = 0.0  # wall time of earlier chunks
+    total: int = 0
+    paused: bool = False
+    per_epoch: int = 0
+
+
 class _Data:
     """The training data of one run: documents per epoch, packed and cached under ``work``."""
 
@@ -367,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     if (tokenizer_dir / "tokenizer.json").is_file():
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+        tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(tokenizer_dir))
     else:
         sample = data.render(splits.train[:_TOKENIZER_DOCS], args.seed)
         tokenizer = train_tokenizer(
@@ -402,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         max_position_embeddings=args.seq_len,
         **SIZES[args.size],
     )
-    model = LlamaForCausalLM(config).to(device)
+    model = LlamaForCausalLM(config).to(args.device)
     summary.update(size=args.size, parameters=sum(p.numel() for p in model.parameters()))
     if args.autocast == "auto":
         bf16 = device.type == "cuda" or bf16_is_faster(args.cpu_threads)
@@ -410,13 +425,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
         bf16 = args.autocast == "bf16"
     summary["autocast"] = "bf16" if bf16 else "off"
     state = _train(model, data, len(first), args, bf16=bf16, work=work)
-    if state["paused"]:
+    if state.paused:
         print(
-            f"paused at step {state['step']} of {state['total']} "
+            f"paused at step {state.step} of {state.total} "
             f"(checkpoint in {work}); run the same command again to resume",
             file=sys.stderr,
         )
-        return {"paused": True, "step": state["step"], "total": state["total"]}
+        return {"paused": True, "step": state.step, "total": state.total}
     loss_sets = {
         "train": (first, first_mask),
         "heldout": data.held("heldout"),
@@ -425,26 +440,24 @@ def main(argv: Sequence[str] | None = None) -> dict:
     losses_by_split = {
         name: round(_mean_loss(model, *pair, args), 4) for name, pair in loss_sets.items()
     }
-    losses = state["losses"]
+    losses = state.losses
     summary.update(
         epochs=args.epochs,
-        steps=state["step"],
+        steps=state.step,
         batch_size=args.batch_size,
         seq_len=args.seq_len,
         lr=args.lr,
         cpu_threads=args.cpu_threads if device.type == "cpu" else None,
-        train_seconds=round(state["seconds"], 1),
-        tokens_seen=state["step"] * args.batch_size * args.seq_len,
+        train_seconds=round(state.seconds, 1),
+        tokens_seen=state.step * args.batch_size * args.seq_len,
         tokens_per_second=round(
-            state["step"] * args.batch_size * args.seq_len / max(state["seconds"], 1e-9)
+            state.step * args.batch_size * args.seq_len / max(state.seconds, 1e-9)
         ),
-        max_times_learned_from=min(
-            args.epochs, math.ceil(state["step"] / max(state["per_epoch"], 1))
-        ),
+        max_times_learned_from=min(args.epochs, math.ceil(state.step / max(state.per_epoch, 1))),
         # Every program has one document per epoch; short of a whole epoch, the share of the
         # epoch's sequences trained (in a random order) estimates the share of programs.
         programs_learned_from=round(
-            len(splits.train) * min(1.0, state["step"] / max(state["per_epoch"], 1))
+            len(splits.train) * min(1.0, state.step / max(state.per_epoch, 1))
         ),
         final_loss=round(sum(losses[-50:]) / max(len(losses[-50:]), 1), 4),
         loss=losses_by_split,
@@ -465,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     t_rates = time.time()
     if args.eval_n == 0:  # a probe reads the losses only: no rates, no card
         summary["rates"] = None
-        summary["total_seconds"] = round(time.time() - t_start + state["earlier_seconds"], 1)
+        summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
         (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
     with Executor(workers=args.workers or os.cpu_count() or 1) as executor:
@@ -483,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
             for split in ("heldout", "ood")
         }
     summary["rates_seconds"] = round(time.time() - t_rates, 1)
-    summary["total_seconds"] = round(time.time() - t_start + state["earlier_seconds"], 1)
+    summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
     given = list(argv) if argv is not None else sys.argv[1:]
     summary["command"] = " ".join(["python -m redqueen.tinycoder.pretrain", *given])
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -500,14 +513,12 @@ def _train(
     *,
     bf16: bool,
     work: Path,
-) -> dict:
+) -> _TrainState:
     """Every sequence of every epoch once, in a seeded order, checkpointed and resumable.
 
     The order of epoch ``e`` is a permutation seeded by ``(seed, e)`` and the documents of an
     epoch are a function of the seed too, so a checkpoint needs only the model, the optimizer,
-    the step and the logged losses to continue exactly. Returns the training state: ``step``,
-    ``total``, ``paused``, ``seconds`` (training time, all chunks), ``losses``, ``per_epoch``
-    (steps per epoch) and ``earlier_seconds`` (wall time of earlier chunks).
+    the step and the logged losses to continue exactly. Returns where training stands.
     """
     device = torch.device(args.device)
     decay = [p for p in model.parameters() if p.ndim >= 2]
@@ -525,7 +536,7 @@ def _train(
     if args.max_steps is not None:
         total = min(total, args.max_steps)
     budget = None if args.max_minutes is None else 60.0 * args.max_minutes
-    state = {"step": 0, "seconds": 0.0, "losses": [], "earlier_seconds": 0.0}
+    state = _TrainState()
     path = work / "state.pt"
     if path.is_file():
         saved = torch.load(path, weights_only=False)
@@ -538,8 +549,8 @@ def _train(
             raise SystemExit(2)
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
-        state.update({k: saved[k] for k in ("step", "seconds", "losses")})
-        state["earlier_seconds"] = saved.get("wall_seconds", 0.0)
+        state.step, state.seconds, state.losses = saved["step"], saved["seconds"], saved["losses"]
+        state.earlier_seconds = saved.get("wall_seconds", 0.0)
         torch.set_rng_state(saved["rng"])
 
     def save() -> None:
@@ -549,9 +560,11 @@ def _train(
                 "optimizer": optimizer.state_dict(),
                 "total": total,
                 "size": args.size,
-                "wall_seconds": state["earlier_seconds"] + time.time() - t_wall,
+                "wall_seconds": state.earlier_seconds + time.time() - t_wall,
                 "rng": torch.get_rng_state(),
-                **{k: state[k] for k in ("step", "seconds", "losses")},
+                "step": state.step,
+                "seconds": state.seconds,
+                "losses": state.losses,
             },
             path,
         )
@@ -559,12 +572,12 @@ def _train(
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
     model.train()
     t_wall = t_chunk = last_save = time.time()
-    seconds_before = state["seconds"]
+    seconds_before = state.seconds
     paused = False
     with progress_bar() as bar:
-        task = bar.add_task("train", total=total, completed=state["step"], info="")
-        while state["step"] < total and not paused:
-            epoch, position = divmod(state["step"], max(steps_per_epoch, 1))
+        task = bar.add_task("train", total=total, completed=state.step, info="")
+        while state.step < total and not paused:
+            epoch, position = divmod(state.step, max(steps_per_epoch, 1))
             if epoch >= args.epochs:
                 break
             seqs, masks = data.epoch(epoch)
@@ -574,18 +587,18 @@ def _train(
             for b in range(position, steps_per_epoch):
                 now = time.time()
                 elapsed = seconds_before + now - t_chunk
-                if state["step"] >= total or (budget is not None and elapsed > budget):
-                    total = state["step"]
+                if state.step >= total or (budget is not None and elapsed > budget):
+                    total = state.step
                     break
                 if (
                     args.stop_after_minutes is not None
                     and now - t_wall > 60 * args.stop_after_minutes
-                ) or (args.stop_at_step is not None and state["step"] >= args.stop_at_step):
+                ) or (args.stop_at_step is not None and state.step >= args.stop_at_step):
                     paused = True
                     break
                 fraction = elapsed / budget if budget else 0.0
                 for group in optimizer.param_groups:
-                    group["lr"] = _lr_at(state["step"], total, args.lr, fraction)
+                    group["lr"] = _lr_at(state.step, total, args.lr, fraction)
                 rows = order[b * args.batch_size : (b + 1) * args.batch_size]
                 batch = seqs[rows].long().to(device)  # (batch, seq)
                 labels = batch.masked_fill(masks[rows].to(device) == 0, -100)
@@ -595,25 +608,25 @@ def _train(
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
-                if state["step"] % 10 == 0:
-                    state["losses"].append(round(loss.item(), 4))
+                if state.step % 10 == 0:
+                    state.losses.append(round(loss.item(), 4))
                     bar.update(
                         task,
-                        completed=state["step"] + 1,
-                        info=f"epoch {epoch + 1} loss {state['losses'][-1]:.3f}",
+                        completed=state.step + 1,
+                        info=f"epoch {epoch + 1} loss {state.losses[-1]:.3f}",
                     )
-                state["step"] += 1
-                state["seconds"] = seconds_before + time.time() - t_chunk
+                state.step += 1
+                state.seconds = seconds_before + time.time() - t_chunk
                 if time.time() - last_save > 60 * args.checkpoint_minutes:
                     save()
                     last_save = time.time()
             else:
                 continue
             break
-        bar.update(task, completed=state["step"])
+        bar.update(task, completed=state.step)
     save()
     model.eval()
-    state.update(total=total, paused=paused, per_epoch=steps_per_epoch)
+    state.total, state.paused, state.per_epoch = total, paused, steps_per_epoch
     return state
 
 

@@ -31,7 +31,7 @@ from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.corpus import CorpusEntry, build_corpus, load_corpus, save_corpus
 from redqueen.tinycoder.gold import GoldPool
 from redqueen.tinycoder.programs import OOD_LEVEL, TRAIN_LEVELS
-from redqueen.verifiers import Executor
+from redqueen.verifiers import Executor, ProgramRunner
 
 __all__ = [
     "GOLD_MODES",
@@ -100,7 +100,7 @@ def build_splits(
     n_heldout: int,
     n_ood: int,
     seed: int,
-    executor: Executor | GoldPool,
+    executor: ProgramRunner,
     progress: Callable[[str, int], None] | None = None,
 ) -> CorpusSplits:
     """Build the three splits (see the module docstring); all depend only on ``seed``.
@@ -160,6 +160,7 @@ def build_with_progress(
     totals = {"train": n_train + n_heldout, "ood": n_ood}
     cores = os.cpu_count() or 1
     with contextlib.ExitStack() as stack:
+        executor: ProgramRunner
         if gold == "pool":
             fallback = stack.enter_context(Executor(workers=1))
             executor = stack.enter_context(

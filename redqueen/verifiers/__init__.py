@@ -56,7 +56,7 @@ from ._tasks import (
     check_answers,
     make_task,
 )
-from ._validate import validate_program, validate_programs
+from ._validate import ProgramRunner, validate_program, validate_programs
 
 __all__ = [
     "BANNED_CALLS",
@@ -87,5 +87,6 @@ __all__ = [
     "parse_literal",
     "validate_program",
     "validate_programs",
+    "ProgramRunner",
     "values_equal",
 ]

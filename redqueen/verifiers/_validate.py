@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ._literals import LiteralParseError, format_args, parse_args, parse_literal, values_equal
 from ._static import (
@@ -18,15 +18,29 @@ from ._static import (
 )
 
 if TYPE_CHECKING:
-    from ._executor import ExecResult, Executor
+    from ._executor import ExecResult
 
-__all__ = ["validate_program", "validate_programs"]
+__all__ = ["ProgramRunner", "validate_program", "validate_programs"]
+
+
+class ProgramRunner(Protocol):
+    """What validation needs of a sandbox: :meth:`Executor.execute_many`'s signature.
+
+    :class:`~redqueen.verifiers.Executor` is the one for programs a model wrote;
+    ``redqueen.tinycoder.gold.GoldPool`` runs the generator's own programs faster.
+    """
+
+    def execute_many(
+        self, pairs: Iterable[tuple[str, str]], *, heap_jitter: Sequence[int] | None = None
+    ) -> list[ExecResult]:
+        """Run ``(source, expr)`` pairs; one result per pair, in order."""
+        ...
 
 
 def validate_program(
     program: str,
     inputs: Sequence[str],
-    executor: Executor,
+    executor: ProgramRunner,
     *,
     max_source_chars: int = MAX_SOURCE_CHARS,
     max_output_chars: int = MAX_OUTPUT_CHARS,
@@ -65,7 +79,7 @@ def validate_program(
 
 def validate_programs(
     items: Sequence[tuple[str, Sequence[str]]],
-    executor: Executor,
+    executor: ProgramRunner,
     *,
     max_source_chars: int = MAX_SOURCE_CHARS,
     max_output_chars: int = MAX_OUTPUT_CHARS,

@@ -37,7 +37,7 @@ class RayAdapterHost:
     """A population's adapters spread over Ray workers, each holding one copy of the base model.
 
     Args:
-        model: Model id or local folder; ``None`` or ``"tiny-coder"``: the shipped model.
+        model: Model id or local folder, or a shipped model's name (``None``: the default).
         workers: Number of worker actors (one base model each; one GPU each on GPU runs
             unless ``gpus_per_worker`` is a fraction).
         device: Device inside each worker (``"cpu"`` or ``"cuda"``).
@@ -101,7 +101,7 @@ class RayAdapterHost:
         self._group, options = place_workers(
             workers, cpus=float(cpus_per_worker), gpus=gpus, strategy=placement
         )
-        path = None if model in (None, "tiny-coder") else str(model)
+        path = None if model is None else str(model)  # shipped names resolve in each worker
         remote = self._ray.remote(HostWorker)
         self._workers = [
             remote.options(max_restarts=0, **opt).remote(

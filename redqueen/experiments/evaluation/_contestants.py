@@ -10,7 +10,6 @@ from typing import Any
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 #: The shipped base model's name in configurations.
-TINY_CODER = "tiny-coder"
 
 
 @dataclass(frozen=True)
@@ -81,12 +80,10 @@ def baseline_contestants(path: str | Path) -> list[Contestant]:
 
 
 def resolve_model(name: str) -> str:
-    """A loadable model path or id: ``tiny-coder`` means the shipped model."""
-    if name == TINY_CODER:
-        from redqueen.assets import tiny_coder_path
+    """A loadable model path or id: a shipped model's name (``tiny-coder``, ...) means its folder."""
+    from redqueen.assets import resolve_model as resolve
 
-        return str(tiny_coder_path())
-    return name
+    return str(resolve(name))
 
 
 def run_model(run_dir: str | Path) -> tuple[str, dict[str, Any]]:
