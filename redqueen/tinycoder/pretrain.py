@@ -21,7 +21,8 @@ and the model card. A profile sets every default; any flag overrides it.
 Training checkpoints into ``DIR-checkpoint`` (beside ``DIR``) every ``--checkpoint-minutes`` (model, optimizer,
 step, data position) and running the same command again resumes exactly where it stopped;
 ``--stop-after-minutes`` ends a run early at a checkpoint, so one training can be split into
-chunks (e.g. of <= 10 minutes) across jobs. On the CPU, bf16 autocast is used only where a
+chunks (e.g. of <= 10 minutes) across jobs; creating the file ``DIR-checkpoint/STOP`` does the
+same from outside, at the next step. On the CPU, bf16 autocast is used only where a
 quick matmul probe finds it faster than float32 (``--autocast auto``).
 """
 
@@ -538,6 +539,7 @@ def _train(
     budget = None if args.max_minutes is None else 60.0 * args.max_minutes
     state = _TrainState()
     path = work / "state.pt"
+    stop_file = work / "STOP"
     if path.is_file():
         saved = torch.load(path, weights_only=False)
         if saved["total"] != total or saved["size"] != args.size:
@@ -594,6 +596,10 @@ def _train(
                     args.stop_after_minutes is not None
                     and now - t_wall > 60 * args.stop_after_minutes
                 ) or (args.stop_at_step is not None and state.step >= args.stop_at_step):
+                    paused = True
+                    break
+                if stop_file.exists():  # someone asked this run to checkpoint and stop
+                    stop_file.unlink(missing_ok=True)
                     paused = True
                     break
                 fraction = elapsed / budget if budget else 0.0

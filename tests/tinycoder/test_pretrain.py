@@ -104,6 +104,10 @@ def test_a_run_split_in_chunks_resumes_exactly(small_splits, tmp_path, capsys) -
     paused = pretrain(["--out", str(split), *common, "--stop-at-step", "5"])
     assert paused == {"paused": True, "step": 5, "total": 12}
     assert not (split / "model.safetensors").exists()
+    stop = tmp_path / "split-checkpoint" / "STOP"  # asked from outside: stop at the next step
+    stop.touch()
+    assert pretrain(["--out", str(split), *common]) == {"paused": True, "step": 5, "total": 12}
+    assert not stop.exists()
     again = pretrain(["--out", str(split), *common])
     assert again["steps"] == 12
     a = AutoModelForCausalLM.from_pretrained(whole).state_dict()
