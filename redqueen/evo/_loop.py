@@ -283,7 +283,9 @@ class EvolutionLoop:
             archive = self.archives.setdefault(role, NoveltyArchive(k=int(scheme.get("neighbours", 15))))
             scheme["archive"] = archive
         if self.config.selection == "map_elites" and parents:
-            parents, scheme = self._elites(role, parents, scheme), {}
+            # The archive's elites, one per cell of its grid, are drawn from on the same grid
+            # (the scheme's own settings), so every elite is a candidate parent.
+            parents = self._elites(role, parents, scheme)
         picks = select(self.config.selection, parents, sum(arity), rng=self.rng, **scheme)
         if archive is not None:
             archive.add(descriptor_matrix(parents))

@@ -201,3 +201,26 @@ def test_snapshots_freeze_members_into_the_hall_of_fame_and_resume():
     assert other.hall.steps == [10, 15]
     restored = other.hall.get("teacher-0001@15")
     assert restored.rating == frozen.rating and torch.equal(restored.genome.delta_weight("net.0"), frozen.genome.delta_weight("net.0"))
+
+
+def test_map_elites_draws_parents_across_the_configured_cells():
+    # Four survivors in four cells of a 20-bin grid over [-1, 1]: the archive's elites must be
+    # drawn from on that grid, not re-gridded on the scheme's defaults (10 bins over [0, 1],
+    # where all four fall into the edge cell and one parent would father every child).
+    pop, lin, ratings = _world(size=8)
+    cfg = ReplacementConfig(
+        cull_fraction=0.5,
+        selection="map_elites",
+        selection_params={"bins": 20, "low": -1.0, "high": 1.0},
+        operators={"gaussian": 1.0},
+    )
+    loop = EvolutionLoop(pop, lin, cfg, 0)
+    parents: set[str] = set()
+    for step in range(1, 31):
+        for role in pop.roles:
+            for i, ind in enumerate(pop.members(role)):
+                ind.descriptor = np.array([-0.8 + 0.2 * (i % 4)])
+        births, _ = loop.replace(step, ratings)
+        parents |= {p for b in births if b.role == "teacher" for p in b.parents}
+    assert len(parents) >= 4
+    assert len(loop.grids["teacher"].elites) >= 4
