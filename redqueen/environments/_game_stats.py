@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from redqueen.environments._codegame import PlayedTask
+from redqueen.fitness import match_score
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -122,8 +123,8 @@ def match_scores(
 ) -> list[tuple[str, str, float]]:
     """Outcome of each (teacher, student) match as the student's score in [0, 1].
 
-    The student earns each valid task's solve rate and every invalid task (the teacher
-    forfeits it); the teacher earns the rest. The match is zero-sum, which is what a rating
+    :func:`~redqueen.fitness.match_score`: the student earns each valid task's solve rate and
+    every invalid task (the teacher forfeits it); the teacher earns the rest. The match is zero-sum, which is what a rating
     system models; the teacher's learning reward separately favours learnable tasks.
     """
     results = []
@@ -131,6 +132,6 @@ def match_scores(
         items = [i for i in played if i.teacher == teacher and i.student == student]
         if not items:
             continue
-        score = sum((i.solve_rate or 0.0) if i.valid else 1.0 for i in items) / len(items)
-        results.append((teacher, student, float(score)))
+        rates = [(i.solve_rate or 0.0) if i.valid else None for i in items]
+        results.append((teacher, student, match_score(rates)))
     return results

@@ -31,6 +31,7 @@ from redqueen.fitness import (
     behavioural_diversity,
     genotypic_diversity,
     hypervolumes,
+    match_score,
 )
 from redqueen.genomes import LoRAGenome
 
@@ -214,17 +215,18 @@ class SurrogateEnv(SurrogateMembers, Environment):
             seen[tid].partner = sid
             statuses = self._statuses(answers, err)
             rates: list[float] = []
+            outcomes: list[float | None] = []  # per task: its solve rate, None when invalid
             for j in range(self.n_tasks):
                 ok = bool(valid[j])
                 rho = float((statuses[:, j] == "correct").mean()) if ok else None
+                outcomes.append(rho)
                 reward = self.teacher_reward(ok, rho)
                 seen[tid].add(reward, rho, tasks[j] if ok else None, probe[j])
                 if rho is not None:  # the task is valid
                     rates.append(rho)
                     seen[sid].add(float(np.mean([self.student_reward(s) for s in statuses[:, j]])), rho, tasks[j], None)
                 rows.append(self._task_row(step, tid, sid, tasks[j], ok, rho))
-            solved = float(np.mean(rates)) if rates else 1.0  # no valid task: the student wins
-            self.record_match(tid, sid, solved)
+            self.record_match(tid, sid, match_score(outcomes))  # invalid tasks: forfeited
         if self.learn:
             self._learn(seen)
         self._describe(seen)

@@ -1,6 +1,7 @@
 """Fitness: rewards, ratings, matchmaking, objectives, behaviour descriptors, novelty, diversity.
 
-- :class:`TeacherReward`, :class:`StudentReward`: the verifiable rewards of PopuLoRA / AZR.
+- :class:`TeacherReward`, :class:`StudentReward`: the verifiable rewards of PopuLoRA / AZR;
+  :func:`match_score`: the one rule for who won a match (invalid tasks: :data:`INVALID_TASK_POLICIES`).
 - :class:`RatingSystem`: TrueSkill-style (mu, sigma) ratings; :func:`conservative_rating` is
   ``mu - 3 sigma``, the one formula every ranking and report uses.
 - :class:`PFSPMatchmaker`: prioritised fictitious self-play pairing, weight p(1-p).
@@ -25,10 +26,16 @@ from redqueen.fitness._novelty import (
 )
 from redqueen.fitness._objectives import OBJECTIVES, Objectives, objective_matrix
 from redqueen.fitness._ratings import CONSERVATIVE_K, RatingSystem, conservative_rating
-from redqueen.fitness._rewards import StudentReward, TeacherReward
+from redqueen.fitness._rewards import (
+    INVALID_TASK_POLICIES,
+    StudentReward,
+    TeacherReward,
+    match_score,
+)
 
 __all__ = [
     "CONSERVATIVE_K",
+    "INVALID_TASK_POLICIES",
     "Fitness",
     "OBJECTIVES",
     "NoveltyArchive",
@@ -42,6 +49,7 @@ __all__ = [
     "conservative_rating",
     "genotypic_diversity",
     "hypervolumes",
+    "match_score",
     "novelty_scores",
     "objective_matrix",
 ]

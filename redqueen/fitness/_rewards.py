@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -63,3 +64,35 @@ class StudentReward:
         if key not in ("correct", "wrong", "unparseable"):
             raise ValueError(f"StudentReward: unknown answer status {status!r} (correct, wrong, unparseable)")
         return float(getattr(self, key))
+
+
+#: What an invalid task counts as in a match (see :func:`match_score`).
+INVALID_TASK_POLICIES: tuple[str, ...] = ("forfeit", "skip")
+
+
+def match_score(solve_rates: Sequence[float | None], *, invalid: str = "forfeit") -> float:
+    """Who won a teacher-student match: the student's score in [0, 1], the one rule every
+    environment records for ratings.
+
+    Each task contributes its solve rate; ``None`` marks an invalid task. With
+    ``invalid="forfeit"`` (the default) the teacher forfeits an invalid task, which counts as
+    solved (score 1), so proposing junk loses matches; with ``invalid="skip"`` invalid tasks
+    are left out and the score is the mean over valid ones. A match with no valid task at all
+    is a student win (1.0) under both. Example: one valid task solved at 0 and seven invalid
+    ones score 0.875 under ``forfeit`` and 0.0 under ``skip``.
+
+    Raises:
+        ValueError: On an unknown ``invalid`` policy, or an empty match.
+    """
+    if invalid not in INVALID_TASK_POLICIES:
+        raise ValueError(
+            f"match_score: invalid must be one of {', '.join(INVALID_TASK_POLICIES)}, got {invalid!r}"
+        )
+    if not solve_rates:
+        raise ValueError("match_score: a match needs at least one task")
+    valid = [float(r) for r in solve_rates if r is not None]
+    if not valid:
+        return 1.0
+    if invalid == "skip":
+        return sum(valid) / len(valid)
+    return (sum(valid) + (len(solve_rates) - len(valid))) / len(solve_rates)

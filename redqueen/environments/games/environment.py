@@ -21,6 +21,7 @@ from redqueen.fitness import (
     StudentReward,
     TeacherReward,
     behavioural_diversity,
+    match_score,
     novelty_scores,
 )
 from redqueen.genomes import LoRAGenome
@@ -233,7 +234,9 @@ class GamesEnv(SurrogateMembers, Environment):
                 paid[:, valid].reshape(-1),
             )
             rates.extend(match_rates)
-            self.record_match(tid, sid, float(np.mean(match_rates)) if match_rates else 1.0)
+            # Invalid (out-of-domain) tasks are forfeited by the teacher: the one match rule.
+            outcomes = [rho_all[j] if ok else None for j, ok in enumerate(ok_all)]
+            self.record_match(tid, sid, match_score(outcomes))
         informative = self._learn(samples) if self.learn else 0.0
         points = {role: self.points(role) for role in ROLES}
         self._describe(samples, points)
