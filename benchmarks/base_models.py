@@ -59,6 +59,11 @@ def main() -> None:
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", type=Path, default=RESULTS / "base_models.json")
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="record both models' rates (this run's) in the new model's training.json and card",
+    )
     args = p.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(args.threads)

@@ -38,7 +38,9 @@ def check_targets(summary: dict) -> list[TargetCheck]:
     Valid proposals 70-95% per task type; code_o and code_i solved 30-60% at T=1 and pass@k
     >= 0.8; code_f pass@k >= 0.1; the solve rate falls with level; held-out minus training loss
     under 0.3 nats; weights at most 30 MB; for runs that record them, each program learned from
-    at most twice and at least 100,000 distinct programs learned from.
+    at most twice and at least 100,000 distinct programs learned from; with a ``side_by_side``
+    entry (another model's held-out rates on the same tasks), code_o greedy pass@1 and pass@k
+    above that model's.
     """
     rates = summary["rates"]["heldout"]
     k = rates["samples"]
@@ -82,6 +84,19 @@ def check_targets(summary: dict) -> list[TargetCheck]:
                 "distinct programs learned from", f"{seen:,}", ">= 100,000", seen >= 100_000
             )
         )
+    other = summary.get("side_by_side")
+    if other:
+        mine, theirs = rates, other["heldout"]
+        for key, label in (("greedy_solve_rate", "greedy pass@1"), ("pass_at_k", f"pass@{k}")):
+            a, b = mine[key]["code_o"], theirs[key]["code_o"]
+            checks.append(
+                TargetCheck(
+                    f"code_o {label} above {other['model']}'s (same tasks)",
+                    f"{a:.3f} vs {b:.3f}",
+                    f"> {b:.3f}",
+                    a > b,
+                )
+            )
     size = summary["weights_bytes"]
     checks.append(
         TargetCheck("weights file", f"{size / 1e6:.1f} MB", "<= 30 MB", size <= MAX_WEIGHTS_BYTES)
@@ -141,6 +156,7 @@ def write_model_card(folder: str | Path, summary: dict, *, notes: str = "") -> P
         else ""
     )
     corpus_text = _corpus_text(summary)
+    side = _side_by_side(summary)
     text = f"""---
 library_name: transformers
 tags: [redqueen, tiny-coder, llama, code]
@@ -200,6 +216,8 @@ the proposal parses and passes `validate_program`; "solved" means `check_answer`
 
 {ood}
 
+{side}
+
 {notes}
 """
     path = Path(folder) / "README.md"
@@ -240,3 +258,35 @@ def _corpus_text(summary: dict) -> str:
             " each of code_o, code_i and code_f."
         )
     return f"{gold}\n{docs}"
+
+
+def _side_by_side(summary: dict) -> str:
+    """The held-out rates of this model and of ``summary["side_by_side"]["model"]``, measured on
+    the same tasks with the same seed (empty without that entry)."""
+    other = summary.get("side_by_side")
+    if not other:
+        return ""
+    name = summary.get("name", "this model")
+    lines = [
+        f"## Side by side with {other['model']} (same held-out tasks, same seed)",
+        "",
+        f"| task type | figure | {name} | {other['model']} |",
+        "| --- | --- | --- | --- |",
+    ]
+    for split in ("heldout", "ood"):
+        if split not in other or split not in summary["rates"]:
+            continue
+        mine, theirs = summary["rates"][split], other[split]
+        k = mine["samples"]
+        for t in _TASK_TYPES:
+            for key, label in (
+                ("greedy_solve_rate", "greedy pass@1"),
+                ("solve_rate", "solved at T=1"),
+                ("pass_at_k", f"pass@{k}"),
+                ("valid_share", "valid proposals"),
+            ):
+                lines.append(
+                    f"| {t} ({'held out' if split == 'heldout' else 'OOD'}) | {label} | "
+                    f"{_pct(mine[key][t])} | {_pct(theirs[key][t])} |"
+                )
+    return "\n".join(lines)

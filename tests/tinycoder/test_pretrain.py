@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from redqueen.tinycoder.card import check_targets
+from redqueen.tinycoder.card import check_targets, write_model_card
 from redqueen.tinycoder.pretrain import PROFILES, _lr_at, parse_args, sequences
 from redqueen.tinycoder.pretrain import main as pretrain
 from redqueen.tinycoder.rates import main as measure_main
@@ -128,3 +128,18 @@ def test_sequences_and_schedule() -> None:
     lrs = [_lr_at(s, 100, 1e-3) for s in range(100)]
     assert max(lrs) == pytest.approx(1e-3) and lrs[0] < lrs[4] and lrs[-1] < 2e-4
     assert _lr_at(50, 100, 1e-3, time_fraction=1.0) == pytest.approx(1e-4)
+
+
+def test_card_compares_with_another_model_on_the_same_tasks(trained, tmp_path) -> None:
+    _, summary = trained
+    worse = json.loads(json.dumps(summary["rates"]))
+    for split in worse.values():
+        for key in ("greedy_solve_rate", "pass_at_k"):
+            split[key]["code_o"] = -1.0  # below anything measured: the new model must be above
+    with_other = {**summary, "side_by_side": {"model": "old-coder", **worse}}
+    checks = {c.name: c for c in check_targets(with_other)}
+    assert len(checks) == len(check_targets(summary)) + 2
+    assert checks["code_o greedy pass@1 above old-coder's (same tasks)"].met
+    write_model_card(tmp_path, with_other)
+    card = (tmp_path / "README.md").read_text()
+    assert "## Side by side with old-coder" in card and "code_o (held out) | greedy pass@1" in card
