@@ -29,6 +29,7 @@ from redqueen.verifiers.formats import (
     Proposal,
     propose_completion,
     propose_prompt,
+    reference_block,
     solve_completion,
     solve_prompt,
 )
@@ -226,18 +227,10 @@ def render_documents(
 def lean_document(entry: CorpusEntry) -> str:
     """The program once with every input and its output, in the reference notation.
 
-    ``<ref>``, the program in ``<prog>``, then one ``<in>``/``<out>`` line pair per input and
-    ``</ref>``: the block a teacher prompt shows per reference, with all the entry's pairs.
+    A teacher prompt's reference block (:func:`~redqueen.verifiers.formats.reference_block`)
+    with all of the entry's pairs, without the final newline.
     """
-    pairs = "".join(
-        f"<in>{_one_line(x)}</in>\n<out>{_one_line(y)}</out>\n"
-        for x, y in zip(entry.inputs, entry.outputs, strict=True)
-    )
-    return f"<ref>\n<prog>\n{entry.program.strip(chr(10))}\n</prog>\n{pairs}</ref>"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split("\n")).strip()
+    return reference_block(entry.program, list(zip(entry.inputs, entry.outputs, strict=True)))[:-1]
 
 
 #: The six prompt roles a full-format document takes: (teacher or student, task type).
@@ -276,14 +269,14 @@ def render_lean_documents(
     rng = random.Random(seed)
     names = random.Random(seed + 1)  # renaming has its own stream: the documents stay the same
 
-    def renamed(entry: CorpusEntry) -> CorpusEntry:
+    def renamed(program: str) -> str:
         if rename_share and names.random() < rename_share:
-            return replace(entry, program=rename_identifiers(entry.program, names))
-        return entry
+            return rename_identifiers(program, names)
+        return program
 
     docs: list[tuple[str, str]] = []
     for position, entry in enumerate(entries):
-        entry = renamed(entry)
+        entry = replace(entry, program=renamed(entry.program))
         if rng.random() >= full_share:
             docs.append(("", lean_document(entry)))
             continue
@@ -291,7 +284,7 @@ def render_lean_documents(
         index = rng.randrange(len(entry.inputs))
         if role == "propose":
             refs = [
-                replace(r, program=renamed(CorpusEntry(r.program, 0, (), ())).program)
+                replace(r, program=renamed(r.program))
                 for r in reference_triplets(
                     entries, rng, rng.randint(1, max_references), exclude=position
                 )

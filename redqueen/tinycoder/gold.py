@@ -46,8 +46,9 @@ _HEADER = struct.Struct(">I")
 class _Worker:
     """One worker process with a fixed ``PYTHONHASHSEED``; batches go in and out as pickles."""
 
-    def __init__(self, hash_seed: int, memory_bytes: int) -> None:
-        env = dict(os.environ, PYTHONHASHSEED=str(hash_seed))
+    def __init__(self, which: int, memory_bytes: int) -> None:
+        self.which = which  # pool 0 or 1; its hash seed is which + 1
+        env = dict(os.environ, PYTHONHASHSEED=str(1 + which))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "redqueen.tinycoder._gold_worker", str(memory_bytes)],
             stdin=subprocess.PIPE,
@@ -133,7 +134,7 @@ class GoldPool:
         pool = self._pools[which]
         if pool is None:
             pool = self._pools[which] = [
-                _Worker(1 + which, self.memory_bytes) for _ in range(self.workers)
+                _Worker(which, self.memory_bytes) for _ in range(self.workers)
             ]
         return pool
 
@@ -151,14 +152,12 @@ class GoldPool:
         if len(parity) != len(pairs):
             raise ValueError("GoldPool.execute_many: heap_jitter must match pairs in length")
         results: list[ExecResult | None] = [None] * len(pairs)
-        queue: list[list[int]] = []
+        queues: dict[int, list[list[int]]] = {}
         for which in (0, 1):
             indices = [i for i, p in enumerate(parity) if p == which]
-            queue += [indices[s : s + self.chunk] for s in range(0, len(indices), self.chunk)]
-        queues = {
-            0: [q for q in queue if parity[q[0]] == 0],
-            1: [q for q in queue if parity[q[0]] == 1],
-        }
+            queues[which] = [
+                indices[s : s + self.chunk] for s in range(0, len(indices), self.chunk)
+            ]
         with selectors.DefaultSelector() as selector:
             for which in (0, 1):
                 if queues[which]:
@@ -172,8 +171,7 @@ class GoldPool:
                 for worker in busy:
                     if worker not in ready and now < worker.deadline:
                         continue
-                    which = 0 if worker in self._pool(0) else 1
-                    part = worker.part
+                    which, part = worker.which, worker.part
                     selector.unregister(worker.stdout)
                     try:
                         if worker not in ready:
@@ -183,7 +181,7 @@ class GoldPool:
                         worker.kill()
                         pool = self._pool(which)
                         slot = pool.index(worker)
-                        worker = pool[slot] = _Worker(1 + which, self.memory_bytes)
+                        worker = pool[slot] = _Worker(which, self.memory_bytes)
                         rows = self._fall_back([pairs[i] for i in part])
                     for i, row in zip(part, rows, strict=True):
                         results[i] = row

@@ -67,6 +67,7 @@ __all__ = [
     "parse_solution",
     "propose_completion",
     "propose_prompt",
+    "reference_block",
     "solve_completion",
     "solve_prompt",
 ]
@@ -174,14 +175,16 @@ def propose_prompt(task_type: str, references: Sequence[Triplet]) -> str:
         ValueError: If the task type is unknown.
     """
     _check_task_type(task_type)
-    parts = [f"<propose {task_type}>\n"]
-    for ref in references:
-        parts.append("<ref>\n")
-        parts.append(_prog_block(ref.program))
-        parts.append(f"<in>{_one_line(ref.input)}</in>\n<out>{_one_line(ref.output)}</out>\n")
-        parts.append("</ref>\n")
-    parts.append("<task>\n")
-    return "".join(parts)
+    refs = "".join(reference_block(r.program, [(r.input, r.output)]) for r in references)
+    return f"<propose {task_type}>\n{refs}<task>\n"
+
+
+def reference_block(program: str, pairs: Sequence[tuple[str, str]]) -> str:
+    """One ``<ref>`` block of a teacher prompt: the program, then an ``<in>``/``<out>`` line pair
+    per ``(input, output)`` (a prompt's references have one pair; a pretraining document may
+    carry all of a program's pairs), ending in a newline."""
+    ios = "".join(f"<in>{_one_line(x)}</in>\n<out>{_one_line(y)}</out>\n" for x, y in pairs)
+    return f"<ref>\n{_prog_block(program)}{ios}</ref>\n"
 
 
 def propose_completion(task_type: str, proposal: Proposal) -> str:
