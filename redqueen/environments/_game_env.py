@@ -81,6 +81,8 @@ class GameEnv(Environment):
     cells: set[str]
     #: Tokens the base-model probe generated in the last step.
     probe_tokens: int = 0
+    #: Seconds of the last step's phases (``propose``, ``verify``, ``solve``, ``grade``, ``learn``).
+    phase_seconds: dict[str, float] = {}  # noqa: RUF012 (replaced, never mutated, per step)
 
     def _play(
         self,
@@ -94,6 +96,15 @@ class GameEnv(Environment):
         """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs; the
         ``frozen`` adapters (hall-of-fame members) play but do not learn."""
         propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
+        clock = time.perf_counter()
+        phases: dict[str, float] = {}
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            phases[name] = now - clock
+            clock = now
+
         played = propose(
             self.host,
             pairs,
@@ -104,10 +115,14 @@ class GameEnv(Environment):
             py_rng=self.py_rng,
             seed=propose_seed,
         )
+        lap("propose")
         verify(played, self.domain, self.executor, self.buffer)
+        lap("verify")
         solve(self.host, played, self.settings, domain=self.domain, seed=solve_seed)
+        lap("solve")
         grade(played, self.domain, self.executor, self.teacher_reward, self.student_reward)
         self.probe_tokens = grade_base(self.domain, self.executor, played)
+        lap("grade")
         stats = learn(
             self.learner,
             played,
@@ -116,6 +131,8 @@ class GameEnv(Environment):
             frozen=frozen,
             pool_across_adapters=self.pool_across_adapters,
         )
+        lap("learn")
+        self.phase_seconds = phases
         return played, stats
 
     def _record(
@@ -142,6 +159,10 @@ class GameEnv(Environment):
         metrics.update(self._task_space_metrics(played))
         self.step_count += 1
         metrics["seconds"] = time.perf_counter() - start
+        for phase, seconds in self.phase_seconds.items():
+            metrics[f"seconds_{phase}"] = seconds
+        # the rest: matchmaking, ratings, replacement, snapshots and this bookkeeping
+        metrics["seconds_other"] = metrics["seconds"] - sum(self.phase_seconds.values())
         rows = self.book.rating_rows(step)
         accounts = member_accounting(played, learner_stats, [row["id"] for row in rows])
         ratings = [{**row, **accounts[row["id"]]} for row in rows]

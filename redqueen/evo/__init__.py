@@ -9,11 +9,14 @@
   fair first rating for newborns, snapshots), ask/tell; :class:`ReplacementConfig`, its schema;
   :class:`MemberListener`, how an environment follows births and deaths.
 - :class:`HallOfFame`, :class:`FrozenMember`: frozen snapshots of past members.
+- :func:`cull_study`, :class:`CullRecord`: who the replacement loop culls, by age and by a
+  hidden skill, on a game whose answer is known (the neutral game at ``skill_sd=0``).
 - :mod:`redqueen.evo.interop_deap`, :mod:`redqueen.evo.interop_pymoo`: DEAP and pymoo drive our genomes.
 """
 
 from __future__ import annotations
 
+from redqueen.evo._cull_study import CullRecord, cull_study
 from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
 from redqueen.evo._individual import Fitness, Individual, descriptor_matrix
 from redqueen.evo._lineage import Lineage, LineageRecord
@@ -23,6 +26,7 @@ from redqueen.evo._replacement import NEWBORN_RULES, ReplacementConfig, newborn_
 
 __all__ = [
     "NEWBORN_RULES",
+    "CullRecord",
     "EvolutionLoop",
     "Fitness",
     "FrozenMember",
@@ -33,6 +37,7 @@ __all__ = [
     "MemberListener",
     "Population",
     "ReplacementConfig",
+    "cull_study",
     "descriptor_matrix",
     "newborn_rating",
 ]

@@ -129,3 +129,52 @@ def rank_test(first: Sequence[float], second: Sequence[float]) -> float | None:
     if a.size == 0 or b.size == 0:
         return None
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def welch_ci(
+    first: Sequence[float] | np.ndarray,
+    second: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = 0.95,
+) -> tuple[Interval, float]:
+    """Difference of means ``mean(first) - mean(second)`` of two independent samples with
+    Welch's t interval (unequal variances), and the two-sided p-value of Welch's t test.
+
+    ``Interval.n`` is the smaller sample size. With no spread in either sample the interval has
+    zero width and the p-value is 1 for a zero difference and 0 otherwise.
+
+    Raises:
+        ValueError: If either sample has fewer than two values or holds a non-finite value.
+    """
+    from scipy.stats import t
+
+    a = np.asarray(first, dtype=float).ravel()
+    b = np.asarray(second, dtype=float).ravel()
+    if a.size < 2 or b.size < 2:
+        raise ValueError("welch_ci: each sample needs at least two values")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("welch_ci: samples must be finite")
+    diff = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    n = int(min(a.size, b.size))
+    if se == 0.0:
+        return Interval(diff, diff, diff, n, confidence), 1.0 if diff == 0.0 else 0.0
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = float(t.ppf(0.5 + confidence / 2, df) * se)
+    p_value = float(2 * t.sf(abs(diff) / se, df))
+    return Interval(diff, diff - half, diff + half, n, confidence), p_value
+
+
+def holm(p_values: dict[str, float], *, alpha: float = 0.05) -> dict[str, bool]:
+    """Holm's step-down correction: which hypotheses are rejected at family-wise level ``alpha``.
+
+    Sorted by p-value, the k-th smallest (from 0) is rejected while every p-value so far is at
+    most ``alpha / (m - k)``; once one is not, none after it is.
+    """
+    order = sorted(p_values, key=lambda key: p_values[key])
+    rejected, still = {}, True
+    for rank, key in enumerate(order):
+        still = still and p_values[key] <= alpha / (len(order) - rank)
+        rejected[key] = still
+    return rejected

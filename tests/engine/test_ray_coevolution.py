@@ -79,8 +79,7 @@ def read_logs(path):
     logs = {}
     for name in ("metrics", "tasks", "ratings"):
         rows = [json.loads(line) for line in (path / f"{name}.jsonl").read_text().splitlines()]
-        for row in rows:
-            row.pop("seconds", None)
+        rows = [{k: v for k, v in row.items() if not k.startswith("seconds")} for row in rows]
         logs[name] = rows
     logs["lineage"] = (path / "lineage.csv").read_text()
     return logs

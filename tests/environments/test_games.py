@@ -18,7 +18,7 @@ from redqueen.experiments.cli import EXIT_BAD_INPUT, app
 from redqueen.experiments.config import PRESETS, ConfigError, load_config
 from redqueen.fitness import PFSPMatchmaker
 
-NAMES = ("compare_on_one", "focusing", "intransitive", "ladder")
+NAMES = ("compare_on_one", "focusing", "intransitive", "ladder", "ladder_learnability")
 REPLACEMENT = ReplacementConfig(
     replace_every=2,
     snapshot_every=1,
@@ -132,6 +132,35 @@ def test_the_ladder_learns_from_samples_and_coupling_changes_the_teachers_aim():
     # adversarial teachers pose harder tasks than self-play-like ones
     assert runs[0.0][1]["objective_difficulty"] > runs[1.0][1]["objective_difficulty"]
     assert runs[1.0][1]["objective_difficulty"] < runs[1.0][0]["objective_difficulty"]
+
+
+def test_the_played_game_is_the_rule_blurred_by_the_play_noise():
+    a, b, c = torch.tensor([[0.0, 3.0]]), torch.tensor([[1.0, 0.0]]), torch.tensor([[3.0, 1.0]])
+    points = torch.cat([a, b, c])
+    game = GAMES["intransitive"]()
+    assert torch.equal(game.played_score(points, points, noise=0.0), game.score(points, points))
+    sharp = game.played_score(points, points, noise=0.01, draws=256, seed=1)
+    off = ~torch.eye(3, dtype=torch.bool)  # a point against itself is a coin in either game
+    assert torch.equal(sharp[off], game.score(points, points)[off])  # the cycle survives
+    blurred = game.played_score(points, points, noise=100.0, draws=4096, seed=1)
+    assert torch.allclose(blurred, torch.full((3, 3), 0.5), atol=0.05)  # noise >> spread: a coin
+    assert torch.equal(blurred, game.played_score(points, points, noise=100.0, draws=4096, seed=1))
+    ladder = GAMES["ladder"]()
+    played = ladder.played_score(
+        torch.tensor([[0.0]]), torch.tensor([[0.0]]), noise=0.5, draws=4096
+    )
+    assert float(played[0, 0]) == pytest.approx(0.5, abs=0.03)
+
+
+def test_the_learnability_ladder_pays_for_the_students_signal_not_for_a_direction():
+    game = GAMES["ladder_learnability"]()
+    pays = [game.teacher_pay(1.0 - rho, rho, 1.5 * rho - 0.5) for rho in (0.25, 0.5, 0.75)]
+    assert pays == [0.75, 1.0, 0.75]  # rises below 1/2, falls above, whatever the student
+    plain = GAMES["ladder"](coupling=0.3)
+    assert plain.teacher_pay(0.75, 0.25, -0.125) > plain.teacher_pay(0.25, 0.75, 0.625)
+    assert GAMES["ladder"](coupling=0.45).teacher_pay(0.75, 0.25, -0.125) < GAMES["ladder"](
+        coupling=0.45
+    ).teacher_pay(0.25, 0.75, 0.625)  # the plain ladder's direction flips at coupling 0.4
 
 
 def test_presets_run_and_bad_settings_are_one_line_config_errors(tmp_path):

@@ -37,7 +37,7 @@ BUDGET_SECONDS = 20.0
 
 def _rows(path, kind: str) -> list[dict]:
     rows = RunDirectory(path).read_log(kind)
-    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+    return [{k: v for k, v in row.items() if not k.startswith("seconds")} for row in rows]
 
 
 def _run_in_child(out, first: bool) -> int:

@@ -50,7 +50,7 @@ def _content(path: Path) -> dict:
     run = RunDirectory(path)
     return {
         "metrics": [
-            {k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")
+            {k: v for k, v in row.items() if not k.startswith("seconds")} for row in run.read_log("metrics")
         ],
         "tasks": run.read_log("tasks"),
         "ratings": run.read_log("ratings"),

@@ -45,7 +45,7 @@ cli = CliRunner()
 def _snapshot(path) -> dict:
     run = RunDirectory(path)
     return {
-        "metrics": [{k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")],
+        "metrics": [{k: v for k, v in row.items() if not k.startswith("seconds")} for row in run.read_log("metrics")],
         "tasks": run.read_log("tasks"),
         "ratings": run.read_log("ratings"),
         "lineage": run.lineage_path.read_text(),

@@ -7,7 +7,8 @@ collapse, cycling, focusing) can be reproduced and a selection scheme can be jud
 
 - :data:`GAMES` and :class:`Game`: the registry of games and their protocol. Registered:
   ``compare_on_one``, ``intransitive``, ``focusing`` (the numbers games of Watson & Pollack,
-  2001) and ``ladder`` (tasks of a latent difficulty, shaped like the code game).
+  2001), ``ladder`` (tasks of a latent difficulty, shaped like the code game) and
+  ``ladder_learnability`` (the ladder with teachers paid for the student's learning signal).
 - :class:`GamesEnv` (environment ``"games"``): plays one game, with ``game: NAME`` and the
   game's settings in ``environment.options``.
 - :mod:`~redqueen.environments.games.detectors`: pure detectors of each pathology.
@@ -23,6 +24,7 @@ from redqueen.environments.games.environment import GamesEnv
 from redqueen.environments.games.focusing import Focusing
 from redqueen.environments.games.intransitive import Intransitive
 from redqueen.environments.games.ladder import Ladder
+from redqueen.environments.games.ladder_learnability import LearnabilityLadder
 
 __all__ = [
     "GAMES",
@@ -32,6 +34,7 @@ __all__ = [
     "GamesEnv",
     "Intransitive",
     "Ladder",
+    "LearnabilityLadder",
     "NumbersGame",
     "detectors",
 ]

@@ -65,6 +65,54 @@ class Game(ABC):
         """Expected score in [0, 1] of students at points ``(s, dim)`` against teachers at points
         ``(t, dim)``, without sampling noise: ``(t, s)`` (rows: teachers, as in a CIAO matrix)."""
 
+    def teacher_pay(self, populora: float, solve_rate: float, student_reward: float) -> float:
+        """What a teacher earns for one valid task the student solved at ``solve_rate``.
+
+        The default mixes PopuLoRA's teacher reward ``populora`` with the student's mean reward
+        on the task by :attr:`coupling`: ``(1 - coupling) * populora + coupling *
+        student_reward``. A game overrides it to pay teachers another way.
+        """
+        return (1.0 - self.coupling) * populora + self.coupling * student_reward
+
+    def played_score(
+        self,
+        student: torch.Tensor,
+        teacher: torch.Tensor,
+        *,
+        noise: float,
+        draws: int = 256,
+        seed: int = 0,
+    ) -> torch.Tensor:
+        """Expected score of the game *as played*: students answer around their points and
+        teachers pose tasks around theirs, both with Gaussian noise of std ``noise``.
+
+        The members learn and are rated on this game, not on :meth:`score`: when the points
+        sit closer together than the noise, the played game is a smoothed version of the rule
+        and can be transitive where the rule is not. Estimated with ``draws`` common random
+        draws (the same noise for every pair, so the estimate is deterministic given ``seed``
+        and differences between pairs are not noise); with ``noise`` 0 it is :meth:`score`.
+
+        Args:
+            student: Student points, ``(s, dim)``.
+            teacher: Teacher points, ``(t, dim)``.
+            noise: Std of the play noise (the environment's ``exploration``).
+            draws: Monte Carlo draws per pair.
+            seed: Seeds the draws (and any chance in the rule).
+
+        Returns:
+            ``(t, s)`` expected scores in [0, 1] (rows: teachers, as in a CIAO matrix).
+        """
+        if noise <= 0:
+            return self.score(student, teacher)
+        gen = torch.Generator().manual_seed(seed)
+        s, t, dim = student.shape[0], teacher.shape[0], student.shape[1]
+        e_task = torch.randn(draws, dim, generator=gen)
+        e_answer = torch.randn(draws, dim, generator=gen)
+        tasks = (teacher[:, None, :] + noise * e_task[None]).reshape(t * draws, dim)
+        answers = (student[:, None, :] + noise * e_answer[None]).repeat(1, t, 1)  # (s, t*d, dim)
+        hit = self.success(answers, tasks, gen).float().reshape(s, t, draws)
+        return hit.mean(-1).T  # (t, s)
+
     def skill(self, points: torch.Tensor) -> float:
         """Objective skill of students at ``points (m, dim)``: the mean coordinate (Watson & Pollack's
         external metric, the sum of the dimensions, divided by ``dim``)."""

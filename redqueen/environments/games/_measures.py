@@ -20,6 +20,7 @@ def objective_measures(
     progress: np.ndarray,
     history: Sequence[float],
     ciao: Sequence[Sequence[float]] | None,
+    tie_margin: float = 0.0,
 ) -> dict[str, float]:
     """One step's objective columns of ``metrics.jsonl``.
 
@@ -31,12 +32,14 @@ def objective_measures(
         progress: The students' mean point minus the founders', per dimension (``focusing``).
         history: Recent objective difficulties, oldest first (``collapse`` slope).
         ciao: The hall of fame's CIAO matrix (``cycling``), ``None`` with fewer than 3 snapshots.
+        tie_margin: Score differences in the CIAO matrix at or below it are ties (its estimation
+            error when the scores are estimated).
     """
     measures = {
         "objective_skill": game.skill(students),
         "objective_difficulty": difficulty,
         "disengagement": detectors.disengagement(rates),
-        "cycling": detectors.cycling(ciao) if ciao is not None else 0.0,
+        "cycling": detectors.cycling(ciao, margin=tie_margin) if ciao is not None else 0.0,
         "focusing": detectors.focusing(progress),
         "collapse": detectors.collapse(history),
     }

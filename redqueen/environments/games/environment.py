@@ -27,6 +27,9 @@ from redqueen.fitness import (
 from redqueen.genomes import LoRAGenome
 
 ROLES = ("teacher", "student")
+#: Monte Carlo draws of the played payoff (ratings' cases, the CIAO matrix); score differences
+#: below ``1 / sqrt(PAYOFF_DRAWS)`` count as ties in the cycling detector.
+PAYOFF_DRAWS = 512
 _PROBE_WIDTH = 4
 
 
@@ -39,7 +42,8 @@ class GamesEnv(SurrogateMembers, Environment):
     matched student ``answers_per_task`` answers around its own per task (std
     ``exploration``); the game's rule says which answers are correct. Rewards are PopuLoRA's
     (student per answer; teacher ``1 - rho`` inside (0, 1), the configured value at the edges,
-    mixed with the student's reward by the game's ``coupling``). Members learn from these
+    mixed with the student's reward by the game's ``coupling``; a game may pay teachers its own
+    way, :meth:`Game.teacher_pay`). Members learn from these
     samples alone: one REINFORCE step per step, the score-function gradient of the sampled
     actions under the Gaussian policy, advantages whitened per member (no gradient of the
     game's rule). Births and deaths, ratings, PFSP with the hall of fame, lineage and
@@ -177,6 +181,14 @@ class GamesEnv(SurrogateMembers, Environment):
                 self._frozen_points[key] = self.point(self.evolution.hall.get(key).genome)
         return self._frozen_points[key]
 
+    def played(self, students: torch.Tensor, teachers: torch.Tensor) -> torch.Tensor:
+        """Expected scores ``(t, s)`` of students at ``students`` against teachers at ``teachers``
+        in the game as it is played here, with the play noise ``exploration``
+        (:meth:`Game.played_score`, ``PAYOFF_DRAWS`` common random draws; deterministic)."""
+        return self.game.played_score(
+            students, teachers, noise=self.exploration, draws=PAYOFF_DRAWS, seed=self.seed
+        )
+
     # -- one step --------------------------------------------------------------------------
     def step(self) -> StepRecord:
         """Match, sample tasks and answers, reward, learn, rate, measure, and replace when due."""
@@ -208,9 +220,7 @@ class GamesEnv(SurrogateMembers, Environment):
                 rho = rho_all[j] if ok else None
                 reward = self.teacher_reward(ok, rho)
                 if ok:
-                    reward = (
-                        1.0 - self.game.coupling
-                    ) * reward + self.game.coupling * student_paid[j]
+                    reward = self.game.teacher_pay(reward, rho_all[j], student_paid[j])
                     match_rates.append(rho_all[j])
                 teacher_paid.append(reward)
                 rows.append(
@@ -288,7 +298,7 @@ class GamesEnv(SurrogateMembers, Environment):
     ) -> None:
         """Objectives, lexicase cases (scores against every living opponent) and descriptors."""
         teachers, students = points["teacher"], points["student"]
-        scores = self.game.score(students, teachers)  # (teachers, students)
+        scores = self.played(students, teachers)  # (teachers, students)
         for role in ROLES:
             for i, ind in enumerate(self.population.members(role)):
                 rewards = torch.cat(samples[ind.id][1]) if ind.id in samples else torch.zeros(0)
@@ -343,15 +353,18 @@ class GamesEnv(SurrogateMembers, Environment):
                 progress=progress,
                 history=self.difficulty_history,
                 ciao=self.ciao()[1] if len(self.evolution.hall) >= 3 else None,
+                tie_margin=PAYOFF_DRAWS**-0.5,
             ),
+            "spread_to_noise": float(np.mean([_spread(points[r]) for r in ROLES]))
+            / self.exploration,
         }
 
     # -- outside the run -------------------------------------------------------------------
     def ciao(self) -> tuple[list[int], list[list[float]]]:
-        """The CIAO matrix of the hall of fame's snapshots, exact: ``(steps, solver_score)`` where
-        cell ``(i, j)`` is the mean expected score of every student frozen at snapshot ``j``
-        against every teacher frozen at snapshot ``i`` (no sampling), the layout of
-        ``solver_score`` in :func:`redqueen.experiments.ciao.ciao_matrix`."""
+        """The CIAO matrix of the hall of fame's snapshots: ``(steps, solver_score)`` where cell
+        ``(i, j)`` is the mean expected score, in the game as played (:meth:`played`), of every
+        student frozen at snapshot ``j`` against every teacher frozen at snapshot ``i``; the
+        layout of ``solver_score`` in :func:`redqueen.experiments.ciao.ciao_matrix`."""
         hall, steps = self.evolution.hall, self.evolution.hall.steps
         at = {
             s: {
@@ -363,7 +376,7 @@ class GamesEnv(SurrogateMembers, Environment):
         kept = {m.key for s in steps for m in hall.at(s)}
         self._frozen_points = {k: v for k, v in self._frozen_points.items() if k in kept}
         matrix = [
-            [float(self.game.score(at[j]["student"], at[i]["teacher"]).mean()) for j in steps]
+            [float(self.played(at[j]["student"], at[i]["teacher"]).mean()) for j in steps]
             for i in steps
         ]
         return list(steps), matrix
@@ -371,11 +384,12 @@ class GamesEnv(SurrogateMembers, Environment):
     def play_matches(
         self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int
     ) -> list[float]:
-        """Expected scores of ``(teacher genome, student genome)`` matches (exact, so ``seed``
-        changes nothing); no state is touched. Used by ``redqueen ciao``."""
+        """Expected scores of ``(teacher genome, student genome)`` matches in the game as played
+        (:meth:`played`, deterministic, so ``seed`` changes nothing); no state is touched. Used
+        by ``redqueen ciao``."""
         with torch.no_grad(), one_thread():
             return [
-                float(self.game.score(self.point(s)[None], self.point(t)[None])[0, 0])
+                float(self.played(self.point(s)[None], self.point(t)[None])[0, 0])
                 for t, s in pairs
             ]
 
@@ -408,6 +422,12 @@ class GamesEnv(SurrogateMembers, Environment):
         self.load_members_state(state)
         self.torch_rng.set_state(state["torch_rng"])
         self.difficulty_history = [float(v) for v in state["difficulty_history"]]
+
+
+def _spread(points: torch.Tensor) -> float:
+    """Mean distance between two members' points (0 with fewer than two members)."""
+    n = points.shape[0]
+    return float(torch.cdist(points, points).sum()) / (n * (n - 1)) if n > 1 else 0.0
 
 
 def _add(
