@@ -265,7 +265,7 @@ class SurrogateEnv(SurrogateMembers, Environment):
     def play_matches(self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int) -> list[float]:
         """Play ``(teacher genome, student genome)`` matches outside the run (no learning, no
         ratings, no state touched); returns each student's score in [0, 1] as the ratings
-        see it: the mean solve rate of the valid tasks (1 when the teacher posed none)."""
+        see it (:func:`redqueen.fitness.match_score`: an invalid task is forfeited by the teacher)."""
         gen = torch.Generator().manual_seed(int(seed))
         scores = []
         for teacher, student in pairs:
@@ -273,8 +273,9 @@ class SurrogateEnv(SurrogateMembers, Environment):
             noise = torch.randn(self.n_answers, self.n_tasks, self.dim, generator=gen)
             _, valid, answers, err = self.play(teacher, student, probe, noise)
             statuses = self._statuses(answers, err)
-            rates = [float((statuses[:, j] == "correct").mean()) for j in range(self.n_tasks) if bool(valid[j])]
-            scores.append(float(np.mean(rates)) if rates else 1.0)
+            rates = [float((statuses[:, j] == "correct").mean()) if bool(valid[j]) else None
+                     for j in range(self.n_tasks)]
+            scores.append(match_score(rates))
         return scores
 
     #: Largest gradient norm of one member's step; a longer gradient is scaled down to it.
