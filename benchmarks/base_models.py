@@ -29,7 +29,9 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from redqueen.assets import tiny_coder_path
+from redqueen.tinycoder.card import write_model_card
 from redqueen.tinycoder.corpus import load_corpus
+from redqueen.tinycoder.pretrain import PROFILES
 from redqueen.tinycoder.rates import measure_rates
 from redqueen.verifiers import Executor
 
@@ -48,6 +50,15 @@ def suite_pass_at_1(model: Path, threads: int) -> dict:
         )
         report = json.loads((Path(tmp) / "eval_code_output.json").read_text())
     return report
+
+
+def _settings(trained: dict) -> str:
+    """The pretraining command's rate settings as flags (the profile's when not given)."""
+    command = trained.get("command", "")
+    if "--max-new-tokens" in command:
+        return command
+    profile = command.split("--profile", 1)[1].split()[0] if "--profile" in command else "ci"
+    return f"--max-new-tokens {PROFILES[profile].get('max_new_tokens', 0)}"
 
 
 def main() -> None:
@@ -80,6 +91,8 @@ def main() -> None:
         },
         "models": {},
     }
+    trained = json.loads((args.new / "training.json").read_text())
+    own = trained.get("rates") or {}
     with Executor(workers=2) as executor:
         for name, folder in models.items():
             t0 = time.time()
@@ -90,6 +103,17 @@ def main() -> None:
                 "parameters": sum(x.numel() for x in model.parameters()),
             }
             for split, entries in splits.items():
+                mine = own.get(split) or {}
+                if (
+                    name == "new"
+                    and mine.get("n_tasks") == args.n
+                    and mine.get("samples") == args.samples
+                    and trained.get("seed", 0) == 0
+                    and f"--max-new-tokens {args.max_new_tokens}" in _settings(trained)
+                ):
+                    # pretrain measured exactly these tasks with this seed: not measured twice
+                    row[split] = {**mine, "from": "training.json"}
+                    continue
                 row[split] = measure_rates(
                     model,
                     tokenizer,
@@ -104,6 +128,17 @@ def main() -> None:
             row["seconds"] = round(time.time() - t0, 1)
             result["models"][name] = row
             args.out.write_text(json.dumps(result, indent=2) + "\n")
+    if args.write:
+        old_name = "tiny-coder" if args.old is None else args.old.name
+        trained["side_by_side"] = {
+            "model": old_name,
+            **{s: result["models"]["tiny-coder"][s] for s in splits},
+            "code_output_suite": {
+                n: result["models"][n]["code_output_suite"] for n in ("tiny-coder", "new")
+            },
+        }
+        (args.new / "training.json").write_text(json.dumps(trained, indent=2) + "\n")
+        write_model_card(args.new, trained)
     print(
         json.dumps(
             {
