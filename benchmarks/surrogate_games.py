@@ -189,6 +189,17 @@ def verdicts(per_seed: dict[str, dict[str, list[float]]], cells: dict[str, dict[
     return out
 
 
+def run_all(jobs: list[tuple[str, str, tuple[str, ...], int, int]], workers: int) -> list[dict[str, Any]]:
+    """Run every (cell, seed) job in ``workers`` processes, printing progress every 20 runs."""
+    start, runs = time.perf_counter(), []
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        for done, run in enumerate(pool.imap(run_one, jobs, chunksize=1), 1):
+            runs.append(run)
+            if done % 20 == 0 or done == len(jobs):
+                print(f"{done}/{len(jobs)} runs, {time.perf_counter() - start:.0f} s", flush=True)
+    return runs
+
+
 def _iv(interval: Any) -> dict[str, float]:
     return {"mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
 
@@ -348,12 +359,7 @@ def main() -> None:
     jobs = [(cell, preset, over, seed, args.steps) for cell, (preset, over, n) in spec.items()
             for seed in range(n)]
     start = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-        runs = []
-        for done, run in enumerate(pool.imap(run_one, jobs, chunksize=1), 1):
-            runs.append(run)
-            if done % 20 == 0 or done == len(jobs):
-                print(f"{done}/{len(jobs)} runs, {time.perf_counter() - start:.0f} s", flush=True)
+    runs = run_all(jobs, args.workers)
     wall = time.perf_counter() - start
     per_seed = {c: {k: [r["endpoints"][k] for r in runs if r["cell"] == c] for k in runs[0]["endpoints"]}
                 for c in spec}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import multiprocessing
 import os
 import sys
 import time
@@ -37,7 +36,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from surrogate_games import COMMON, run_one  # noqa: E402
+from surrogate_games import COMMON, _iv, run_all  # noqa: E402
 
 from redqueen.environments.games import GAMES, detectors  # noqa: E402
 from redqueen.experiments.stats import t_ci  # noqa: E402
@@ -73,10 +72,6 @@ def static(seeds: int) -> dict[str, Any]:
             rows["rule" if ratio is None else str(ratio)] = _iv(t_ci(shares))
         out[name] = rows
     return out
-
-
-def _iv(interval: Any) -> dict[str, float]:
-    return {"mean": interval.mean, "low": interval.low, "high": interval.high, "n": interval.n}
 
 
 def dynamic_cells() -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -135,12 +130,7 @@ def main() -> None:
     cells = dynamic_cells()
     jobs = [(cell, preset, over, seed, args.steps) for cell, (preset, over) in cells.items()
             for seed in range(args.seeds)]
-    with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-        runs = []
-        for done, run in enumerate(pool.imap(run_one, jobs, chunksize=1), 1):
-            runs.append(run)
-            if done % 20 == 0 or done == len(jobs):
-                print(f"{done}/{len(jobs)} runs, {time.perf_counter() - start:.0f} s", flush=True)
+    runs = run_all(jobs, args.workers)
     result["dynamic"] = {
         cell: {k: _iv(t_ci([r["endpoints"][k] for r in runs if r["cell"] == cell]))
                for k in runs[0]["endpoints"]}
