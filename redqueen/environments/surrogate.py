@@ -20,7 +20,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, one_thread
+from redqueen.environments._league_view import LeagueView
+from redqueen.environments._surrogate_core import (
+    FrozenMLP,
+    league_state,
+    load_league_state,
+    one_thread,
+    surrogate_league,
+)
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.evo import Individual, ReplacementConfig, descriptor_matrix
 from redqueen.fitness import (
@@ -28,9 +35,6 @@ from redqueen.fitness import (
     PFSPMatchmaker,
     StudentReward,
     TeacherReward,
-    behavioural_diversity,
-    genotypic_diversity,
-    hypervolumes,
     match_score,
 )
 from redqueen.genomes import LoRAGenome
@@ -39,7 +43,7 @@ ROLES = ("teacher", "student")
 
 
 @ENVIRONMENTS.register("surrogate")
-class SurrogateEnv(SurrogateMembers, Environment):
+class SurrogateEnv(LeagueView, Environment):
     """Teachers propose vector tasks, students answer them; LoRA genomes on a frozen torch MLP.
 
     Args:
@@ -124,19 +128,16 @@ class SurrogateEnv(SurrogateMembers, Environment):
         self.target = 2.0 * torch.randn(dim, dim, generator=gen) / dim**0.5  # f*(x) = sin(W x)
         self.benchmark = torch.rand(64, dim, generator=gen) * 2 - 1  # held-out tasks for evaluate()
 
-        self.setup_members(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
-                           objectives=self.objectives, seed=self.seed)
+        self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
+                                       objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.signatures: set[str] = set()
-        self.hv_reference: dict[str, list[float]] = {}
         self.step_count = 0
         self._skipped_updates = 0  # of the last step
         for role, size in (("teacher", teachers), ("student", students)):
-            weights = self.objectives[role].weights
-            assert weights is not None  # Objectives fills its default weights when made
-            self.found_members(role, size, weights,
-                               lambda: LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
-                                                         std=init_std, base_model="surrogate-mlp"))
+            self.league.found_many(role, size,
+                                   lambda: LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
+                                                             std=init_std, base_model="surrogate-mlp"))
         self._pool = None
         if workers > 0:  # replicas rebuild the same frozen model from the same seed
             from redqueen.engine.distributed import ActorMap
@@ -203,10 +204,10 @@ class SurrogateEnv(SurrogateMembers, Environment):
 
     def _step(self) -> StepRecord:
         start, step = time.perf_counter(), self.step_count
-        pairs = self.pair()
+        pairs = self.league.pair()
         probes = torch.randn(len(pairs), self.n_tasks, self.dim, generator=self.torch_rng)
         noises = [torch.randn(self.n_answers, self.n_tasks, self.dim, generator=self.torch_rng) for _ in pairs]
-        games = self._map("play", [(self.genome_of(tid), self.genome_of(sid), probe, noise)
+        games = self._map("play", [(self.league.genome_of(tid), self.league.genome_of(sid), probe, noise)
                                    for (tid, sid), probe, noise in zip(pairs, probes, noises, strict=True)])
         rows, seen = [], {ind.id: _Seen() for ind in self.population.living}
         for key in {k for pair in pairs for k in pair if k not in seen}:
@@ -214,7 +215,6 @@ class SurrogateEnv(SurrogateMembers, Environment):
         for (tid, sid), probe, (tasks, valid, answers, err) in zip(pairs, probes, games, strict=True):
             seen[tid].partner = sid
             statuses = self._statuses(answers, err)
-            rates: list[float] = []
             outcomes: list[float | None] = []  # per task: its solve rate, None when invalid
             for j in range(self.n_tasks):
                 ok = bool(valid[j])
@@ -223,19 +223,18 @@ class SurrogateEnv(SurrogateMembers, Environment):
                 reward = self.teacher_reward(ok, rho)
                 seen[tid].add(reward, rho, tasks[j] if ok else None, probe[j])
                 if rho is not None:  # the task is valid
-                    rates.append(rho)
                     seen[sid].add(float(np.mean([self.student_reward(s) for s in statuses[:, j]])), rho, tasks[j], None)
                 rows.append(self._task_row(step, tid, sid, tasks[j], ok, rho))
-            self.record_match(tid, sid, match_score(outcomes))  # invalid tasks: forfeited
+            self.league.record(tid, sid, outcomes)  # the one match rule: invalid tasks forfeited
         if self.learn:
             self._learn(seen)
         self._describe(seen)
         metrics = self._metrics(step, rows)
-        births, deaths = self.finish_step(step)
+        outcome = self.league.finish_step(step)
         metrics["seconds"] = time.perf_counter() - start
         self.step_count += 1
-        return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=self.rating_rows(step),
-                          births=births, deaths=deaths)
+        return StepRecord(step=step, metrics=metrics, tasks=rows, ratings=[dict(row) for row in self.league.rating_rows(step)],
+                          births=outcome.births, deaths=outcome.deaths)
 
     # -- the work of one step, per match and per member (run here or on Ray replicas) ------
     def _map(self, method: str, items: list[tuple]) -> list[Any]:
@@ -275,7 +274,7 @@ class SurrogateEnv(SurrogateMembers, Environment):
             statuses = self._statuses(answers, err)
             rates = [float((statuses[:, j] == "correct").mean()) if bool(valid[j]) else None
                      for j in range(self.n_tasks)]
-            scores.append(match_score(rates))
+            scores.append(match_score(rates, invalid=self.league.invalid_tasks))
         return scores
 
     #: Largest gradient norm of one member's step; a longer gradient is scaled down to it.
@@ -334,7 +333,7 @@ class SurrogateEnv(SurrogateMembers, Environment):
                 return None
             partner = seen[ind.id].partner
             assert partner is not None  # a teacher that met tasks was matched with a student
-            return self.genome_of(partner)
+            return self.league.genome_of(partner)
 
         items = [(ind.role, ind.genome, partner_genome(ind), seen[ind.id].probes, seen[ind.id].tasks)
                  for ind in members]
@@ -390,32 +389,28 @@ class SurrogateEnv(SurrogateMembers, Environment):
 
     def _metrics(self, step: int, rows: list[dict[str, Any]]) -> dict[str, float]:
         valid = [r for r in rows if r["valid"]]
-        geno, beha = [], []
-        for role in ROLES:
-            members = self.population.members(role)
-            geno.append(genotypic_diversity([m.genome for m in members]))
-            beha.append(behavioural_diversity(descriptor_matrix(members)))
+        diversity = self.league.diversity(ROLES)
         return {
             "step": float(step),
             "solve_rate": _mean([r["solve_rate"] for r in valid]),
             "teacher_reward": _mean([self.teacher_reward(r["valid"], r["solve_rate"]) for r in rows]),
             "valid_share": len(valid) / max(1, len(rows)),
             "best_rating": max(self.ratings.lcb(m.id) for m in self.population.living),
-            "genotypic_diversity": float(np.mean(geno)),
-            "behavioural_diversity": float(np.mean(beha)),
+            "genotypic_diversity": diversity["genotypic_diversity"],
+            "behavioural_diversity": diversity["behavioural_diversity"],
             "coverage": float(len(self.signatures)),
-            "phylogenetic_diversity": self.lineage.phylogenetic_diversity(),
+            "phylogenetic_diversity": diversity["phylogenetic_diversity"],
             **self.evolution.archive_metrics(),
-            **hypervolumes({r: self.population.members(r) for r in ROLES}, self.objectives, self.hv_reference),
+            **self.league.hypervolumes(ROLES),
             "learner_skipped": float(self._skipped_updates),
         }
 
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """Genomes, lineage, ratings, coverage, step count and every RNG state."""
-        return {"seed": self.seed, "step_count": self.step_count, **self.members_state(),
+        return {"seed": self.seed, "step_count": self.step_count, **league_state(self.league),
                 "torch_rng": self.torch_rng.get_state(), "signatures": sorted(self.signatures),
-                "hv_reference": dict(self.hv_reference)}
+                "hv_reference": dict(self.league.hv_reference)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned.
@@ -426,10 +421,10 @@ class SurrogateEnv(SurrogateMembers, Environment):
         if state["seed"] != self.seed:
             raise ValueError(f"SurrogateEnv: checkpoint seed {state['seed']} != environment seed {self.seed}")
         self.step_count = int(state["step_count"])
-        self.load_members_state(state)
+        load_league_state(self.league, state)
         self.torch_rng.set_state(state["torch_rng"])
         self.signatures = set(state["signatures"])
-        self.hv_reference = {k: list(v) for k, v in state.get("hv_reference", {}).items()}
+        self.league.hv_reference = {k: list(v) for k, v in state.get("hv_reference", {}).items()}
 
 
 class _Seen:

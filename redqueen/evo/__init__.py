@@ -8,6 +8,8 @@
 - :class:`EvolutionLoop`: the one owner of births and deaths (founding, replacement with a
   fair first rating for newborns, snapshots), ask/tell; :class:`ReplacementConfig`, its schema;
   :class:`MemberListener`, how an environment follows births and deaths.
+- :class:`League`: the one owner of an environment's members (population, lineage, ratings,
+  PFSP pairing, the match rule, replacement, hall of fame); :class:`StepOutcome`.
 - :class:`HallOfFame`, :class:`FrozenMember`: frozen snapshots of past members.
 - :func:`cull_study`, :class:`CullRecord`: who the replacement loop culls, by age and by a
   hidden skill, on a game whose answer is known (the neutral game at ``skill_sd=0``).
@@ -19,6 +21,7 @@ from __future__ import annotations
 from redqueen.evo._cull_study import CullRecord, cull_study
 from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
 from redqueen.evo._individual import Fitness, Individual, descriptor_matrix
+from redqueen.evo._league import League, StepOutcome
 from redqueen.evo._lineage import Lineage, LineageRecord
 from redqueen.evo._loop import EvolutionLoop, MemberListener
 from redqueen.evo._population import Population
@@ -32,11 +35,13 @@ __all__ = [
     "FrozenMember",
     "HallOfFame",
     "Individual",
+    "League",
     "Lineage",
     "LineageRecord",
     "MemberListener",
     "Population",
     "ReplacementConfig",
+    "StepOutcome",
     "cull_study",
     "descriptor_matrix",
     "newborn_rating",

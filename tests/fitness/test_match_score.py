@@ -29,13 +29,13 @@ def test_the_rule_and_its_policies() -> None:
 def _recorded(env) -> tuple[list[tuple[str, str, float]], list[dict]]:
     """One step of ``env``: the matches it recorded and its task rows."""
     recorded: list[tuple[str, str, float]] = []
-    record = env.record_match
+    record = env.league.record_score
 
     def spy(teacher: str, student: str, score: float) -> None:
         recorded.append((teacher, student, score))
         record(teacher, student, score)
 
-    env.record_match = spy
+    env.league.record_score = spy
     return recorded, env.step().tasks
 
 

@@ -9,7 +9,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from redqueen.environments._surrogate_core import FrozenMLP, SurrogateMembers, one_thread
+from redqueen.environments._league_view import LeagueView
+from redqueen.environments._surrogate_core import (
+    FrozenMLP,
+    league_state,
+    load_league_state,
+    one_thread,
+    surrogate_league,
+)
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.games._base import GAMES, Game
 from redqueen.environments.games._measures import objective_measures
@@ -21,7 +28,6 @@ from redqueen.fitness import (
     StudentReward,
     TeacherReward,
     behavioural_diversity,
-    match_score,
     novelty_scores,
 )
 from redqueen.genomes import LoRAGenome
@@ -34,7 +40,7 @@ _PROBE_WIDTH = 4
 
 
 @ENVIRONMENTS.register("games")
-class GamesEnv(SurrogateMembers, Environment):
+class GamesEnv(LeagueView, Environment):
     """Teachers and students play a surrogate game; objective measures beside subjective ones.
 
     Each member's genome maps through a small frozen tanh MLP (one fixed probe input) to a
@@ -46,9 +52,9 @@ class GamesEnv(SurrogateMembers, Environment):
     way, :meth:`Game.teacher_pay`). Members learn from these
     samples alone: one REINFORCE step per step, the score-function gradient of the sampled
     actions under the Gaussian policy, advantages whitened per member (no gradient of the
-    game's rule). Births and deaths, ratings, PFSP with the hall of fame, lineage and
-    checkpoint state go through the same :class:`~redqueen.environments._surrogate_core.SurrogateMembers`
-    bookkeeping as the surrogate environment.
+    game's rule). Births and deaths, ratings, PFSP with the hall of fame, the match rule,
+    lineage and checkpoint state go through one :class:`redqueen.evo.League` (:attr:`league`),
+    as in every environment.
 
     Every step logs the objective measures the game knows (``objective_skill``,
     ``objective_difficulty``, ``skill_dim_<i>``) and the pathology detectors of
@@ -141,8 +147,8 @@ class GamesEnv(SurrogateMembers, Environment):
         gen = torch.Generator().manual_seed(self.seed)
         self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=hidden, outputs=self.game.dim, gen=gen)
         self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
-        self.setup_members(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
-                           objectives=self.objectives, seed=self.seed)
+        self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
+                                       objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.step_count = 0
         self.difficulty_history: list[float] = []
@@ -152,9 +158,7 @@ class GamesEnv(SurrogateMembers, Environment):
                                      std=init_std, base_model="surrogate-games-mlp")
 
         for role, size in (("teacher", teachers), ("student", students)):
-            weights = self.objectives[role].weights
-            assert weights is not None  # Objectives fills its default weights when made
-            self.found_members(role, size, weights, founder)
+            self.league.found_many(role, size, founder)
         self.origin = self.points("student").mean(0)  # where the founding students stand
 
     # -- the model -------------------------------------------------------------------------
@@ -197,7 +201,7 @@ class GamesEnv(SurrogateMembers, Environment):
 
     def _step(self) -> StepRecord:
         start, step = time.perf_counter(), self.step_count
-        pairs = self.pair()
+        pairs = self.league.pair()
         centres = {key: self.point_of(key) for key in {k for pair in pairs for k in pair}}
         samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
         rows, rates = [], []
@@ -245,22 +249,21 @@ class GamesEnv(SurrogateMembers, Environment):
             )
             rates.extend(match_rates)
             # Invalid (out-of-domain) tasks are forfeited by the teacher: the one match rule.
-            outcomes = [rho_all[j] if ok else None for j, ok in enumerate(ok_all)]
-            self.record_match(tid, sid, match_score(outcomes))
+            self.league.record(tid, sid, [rho_all[j] if ok else None for j, ok in enumerate(ok_all)])
         informative = self._learn(samples) if self.learn else 0.0
         points = {role: self.points(role) for role in ROLES}
         self._describe(samples, points)
         metrics = self._metrics(step, rows, rates, informative, points)
-        births, deaths = self.finish_step(step)
+        outcome = self.league.finish_step(step)
         metrics["seconds"] = time.perf_counter() - start
         self.step_count += 1
         return StepRecord(
             step=step,
             metrics=metrics,
             tasks=rows,
-            ratings=self.rating_rows(step),
-            births=births,
-            deaths=deaths,
+            ratings=[dict(row) for row in self.league.rating_rows(step)],
+            births=outcome.births,
+            deaths=outcome.deaths,
         )
 
     def _learn(self, samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]]) -> float:
@@ -401,7 +404,7 @@ class GamesEnv(SurrogateMembers, Environment):
             "game": self.game_name,
             "game_settings": self.game.settings(),
             "step_count": self.step_count,
-            **self.members_state(),
+            **league_state(self.league),
             "torch_rng": self.torch_rng.get_state(),
             "difficulty_history": list(self.difficulty_history),
         }
@@ -419,7 +422,7 @@ class GamesEnv(SurrogateMembers, Environment):
                 f"GamesEnv: checkpoint (seed, game, settings) {theirs} != environment's {mine}"
             )
         self.step_count = int(state["step_count"])
-        self.load_members_state(state)
+        load_league_state(self.league, state)
         self.torch_rng.set_state(state["torch_rng"])
         self.difficulty_history = [float(v) for v in state["difficulty_history"]]
 
