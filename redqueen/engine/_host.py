@@ -199,6 +199,14 @@ class AdapterHost:
                 factors[name] = (a.detach().clone(), b.detach().clone())
         return LoRAGenome(factors, rank=rank, alpha=alpha, base_model=self.model_path)
 
+    def genomes(self, adapter_ids: Sequence[str]) -> dict[str, LoRAGenome]:
+        """Several adapters' current weights (see :meth:`genome`), by id.
+
+        Raises:
+            KeyError: If the host has no such adapter.
+        """
+        return {adapter_id: self.genome(adapter_id) for adapter_id in adapter_ids}
+
     def adapter_parameters(self, adapter_id: str) -> list[Tensor]:
         """The trainable factor tensors of one adapter, in a fixed order (``A``, ``B`` per module).
 

@@ -71,6 +71,14 @@ class HostProtocol(Protocol):
         """
         ...
 
+    def genomes(self, adapter_ids: Sequence[str]) -> dict[str, LoRAGenome]:
+        """Several adapters' current weights, as new genomes, in one call.
+
+        Raises:
+            KeyError: If one is not held.
+        """
+        ...
+
     def generate(
         self,
         prompts: Sequence[str],

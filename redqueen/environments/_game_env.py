@@ -18,6 +18,7 @@ import torch
 
 from redqueen.engine import HostProtocol, LearnerProtocol
 from redqueen.environments._accounting import learning_metrics, member_accounting
+from redqueen.environments._adapters import AdapterSync
 from redqueen.environments._codegame import (
     GameSettings,
     PlayedTask,
@@ -35,20 +36,22 @@ from redqueen.environments._domain import (
     save_domain_state,
     summary_column,
 )
-from redqueen.environments._game_stats import match_scores, step_metrics, task_rows
-from redqueen.environments._members import MemberBook
+from redqueen.environments._game_stats import match_outcomes, step_metrics, task_rows
+from redqueen.environments._league_view import LeagueView
+from redqueen.environments._member_stats import MemberStats
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
-from redqueen.fitness import StudentReward, TeacherReward
+from redqueen.evo import League
+from redqueen.fitness import StudentReward, TeacherReward, match_score
 
 
-class GameEnv(Environment):
+class GameEnv(LeagueView, Environment):
     """Base of the environments that play the propose / verify / solve / learn round.
 
     Subclasses set ``domain``, ``host``, ``executor``, ``learner``, ``buffer``, ``settings``,
-    ``book``, ``signatures``, ``cells``, ``py_rng``, ``np_rng``, ``teacher_reward`` and
-    ``student_reward`` in their constructors and write :meth:`step` around :meth:`_play` and
-    :meth:`_record`.
+    ``league``, ``adapters``, ``stats``, ``signatures``, ``cells``, ``py_rng``, ``np_rng``,
+    ``teacher_reward`` and ``student_reward`` in their constructors and write :meth:`step`
+    around :meth:`_play` and :meth:`_record`.
 
     Coverage of task space is counted in the domain's behaviour cells
     (:meth:`~redqueen.environments.TaskDomain.behaviour_cell`): ``coverage_cells`` is the
@@ -65,8 +68,12 @@ class GameEnv(Environment):
     #: One task buffer shared by the proposers, or one per proposer.
     buffer: TaskBuffer | TaskBuffers
     settings: GameSettings
-    #: Population, lineage, ratings and the adapters that follow them.
-    book: MemberBook
+    #: Population, lineage, ratings, matchmaking, replacement and hall of fame.
+    league: League
+    #: The host's adapters, following the league's births and deaths.
+    adapters: AdapterSync
+    #: Members' smoothed statistics, written onto them as objectives, cases and descriptors.
+    stats: MemberStats
     #: Signatures of the valid tasks proposed so far.
     signatures: set[str]
     py_rng: random.Random
@@ -149,7 +156,11 @@ class GameEnv(Environment):
         """Close the step: metrics and rows as the run directory expects, step count advanced."""
         metrics: dict[str, float] = {"step": step}
         metrics.update(step_metrics(played, self.settings.task_types))
-        metrics.update(self.book.population_metrics(roles))
+        best = self.league.best_rating()
+        if best is not None:
+            metrics["best_rating"] = best
+        metrics.update(self.league.diversity(roles))
+        metrics.update(self.league.hypervolumes(roles))
         metrics["coverage"] = float(len(self.signatures))
         metrics["buffer_size"] = buffer_size(self.buffer)
         metrics["learner_skipped"] = float(
@@ -163,7 +174,7 @@ class GameEnv(Environment):
             metrics[f"seconds_{phase}"] = seconds
         # the rest: matchmaking, ratings, replacement, snapshots and this bookkeeping
         metrics["seconds_other"] = metrics["seconds"] - sum(self.phase_seconds.values())
-        rows = self.book.rating_rows(step)
+        rows = self.league.rating_rows(step)
         accounts = member_accounting(played, learner_stats, [row["id"] for row in rows])
         ratings = [{**row, **accounts[row["id"]]} for row in rows]
         return StepRecord(
@@ -200,13 +211,23 @@ class GameEnv(Environment):
 
     def state_dict(self) -> dict[str, Any]:
         """Genomes (trained weights from the host), optimizer states, task buffer, population,
-        lineage, coverage (signatures and behaviour cells), step count, every RNG state, and the
-        domain's own state when it keeps one (its optional ``state_dict``)."""
+        lineage, coverage (signatures and behaviour cells), step count, every RNG state, the
+        evolution loop's state, and the domain's own state when it keeps one (its optional
+        ``state_dict``)."""
         domain = save_domain_state(self.domain)
+        league = self.league.state_dict()
+        members = {
+            "population": league["population"],
+            "lineage": league["lineage"],
+            "ratings": league["ratings"],
+            "learner": self.learner.state_dict(),
+            "stats": self.stats.state_dict(),
+            "hv_reference": league["hv_reference"],
+        }
         return {
             **({} if domain is None else {"domain": domain}),
             "step_count": self.step_count,
-            "members": self.book.state_dict(),
+            "members": members,
             "buffer": self.buffer.state_dict(),
             "signatures": sorted(self.signatures),
             "cells": sorted(self.cells),
@@ -215,12 +236,17 @@ class GameEnv(Environment):
                 "numpy": self.np_rng.bit_generator.state,
                 "torch": torch.get_rng_state(),
             },
+            "evolution": league["evolution"],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned; the host's adapters follow the population."""
         self.step_count = int(state["step_count"])
-        self.book.load_state_dict(state["members"])
+        members = state["members"]
+        self.stats.load_state_dict(members["stats"])  # before the league describes its members
+        self.league.load_state_dict({**members, "evolution": state["evolution"]})
+        self.adapters.restore(self.population.living)
+        self.learner.load_state_dict(members["learner"])
         self.buffer.load_state_dict(state["buffer"])
         self.signatures = set(state["signatures"])
         self.cells = set(state.get("cells", ()))  # checkpoints from before cells were kept
@@ -234,7 +260,7 @@ class GameEnv(Environment):
         """Play ``(proposer genome, solver genome)`` matches outside the run: the proposer
         writes its batch of tasks from a fresh task buffer, the solver answers; nothing learns
         and no state of the run changes. Returns each solver's score in [0, 1] as the ratings
-        see it (solve rate of valid tasks, invalid tasks counting as solved)."""
+        see it (:func:`redqueen.fitness.match_score` under the league's invalid-task policy)."""
         keys = [(f"match-{i}-proposer", f"match-{i}-solver") for i in range(len(pairs))]
         for (proposer, solver), (genome_p, genome_s) in zip(keys, pairs, strict=True):
             self.host.add_adapter(proposer, genome_p)
@@ -260,12 +286,11 @@ class GameEnv(Environment):
             for proposer, solver in keys:
                 self.host.remove_adapter(proposer)
                 self.host.remove_adapter(solver)
-        scores = {(t, s): score for t, s, score in match_scores(played, keys)}
+        scores = {
+            (t, s): match_score(rates, invalid=self.league.invalid_tasks)
+            for t, s, rates in match_outcomes(played, keys)
+        }
         return [scores.get(key, 1.0) for key in keys]
-
-    def snapshots(self) -> dict[int, list[Any]]:
-        """The hall of fame's kept snapshots (step -> frozen members), for the run directory."""
-        return self.book.snapshots()
 
     def close(self) -> None:
         """Shut the sandbox executor down (safe to call twice)."""

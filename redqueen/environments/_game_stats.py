@@ -3,7 +3,7 @@
 Pure functions of the played tasks (:class:`~redqueen.environments._codegame.PlayedTask`):
 :func:`step_metrics` for ``metrics.jsonl``, :func:`task_rows` for ``tasks.jsonl``,
 :func:`member_stats` for each member's smoothed statistics and objectives, and
-:func:`match_scores` for the ratings.
+:func:`match_outcomes` for the ratings.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from redqueen.environments._codegame import PlayedTask
-from redqueen.fitness import match_score
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -118,20 +117,17 @@ def member_stats(
     return dict(out)
 
 
-def match_scores(
+def match_outcomes(
     played: Sequence[PlayedTask], pairs: Sequence[tuple[str, str]]
-) -> list[tuple[str, str, float]]:
-    """Outcome of each (teacher, student) match as the student's score in [0, 1].
-
-    :func:`~redqueen.fitness.match_score`: the student earns each valid task's solve rate and
-    every invalid task (the teacher forfeits it); the teacher earns the rest. The match is zero-sum, which is what a rating
-    system models; the teacher's learning reward separately favours learnable tasks.
-    """
+) -> list[tuple[str, str, list[float | None]]]:
+    """Each (teacher, student) match's per-task solve rates, ``None`` for an invalid task,
+    for :meth:`redqueen.evo.League.record` to score by the one rule
+    (:func:`~redqueen.fitness.match_score`); matches with no task are left out."""
     results = []
     for teacher, student in pairs:
         items = [i for i in played if i.teacher == teacher and i.student == student]
-        if not items:
-            continue
-        rates = [(i.solve_rate or 0.0) if i.valid else None for i in items]
-        results.append((teacher, student, match_score(rates)))
+        if items:
+            results.append(
+                (teacher, student, [(i.solve_rate or 0.0) if i.valid else None for i in items])
+            )
     return results

@@ -21,15 +21,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._codegame import GameSettings
 from redqueen.environments._domain import TaskDomain, make_domain
 from redqueen.environments._game_env import GameEnv
-from redqueen.environments._game_stats import match_scores
-from redqueen.environments._members import MemberBook, make_host, objectives_for
+from redqueen.environments._game_stats import match_outcomes
+from redqueen.environments._member_stats import MemberStats
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer
-from redqueen.evo import EvolutionLoop, Lineage, Population, ReplacementConfig
-from redqueen.fitness import PFSPMatchmaker, RatingSystem, StudentReward, TeacherReward
+from redqueen.evo import League, ReplacementConfig
+from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward
+from redqueen.genomes import LoRAGenome
 
 ROLES = ("teacher", "student")
 
@@ -106,23 +108,19 @@ class CoevolutionEnv(GameEnv):
         self.step_count = 0
         self.py_rng = random.Random(self.seed)
         self.np_rng = np.random.default_rng(self.seed)
-        self.population = Population(roles=ROLES)
-        self.lineage = Lineage()
-        self.ratings = RatingSystem()
-        self.matchmaker = matchmaker or PFSPMatchmaker()
+        given = dict(objectives or {})
+        self.league = League(  # checks operator names before any model loads
+            roles=ROLES,
+            objectives={r: Objectives(tuple(given.get(r, ("rating_lcb",)))) for r in ROLES},
+            pairing_rng=self.np_rng,
+            evolution_rng=np.random.default_rng(self.seed + 1),
+            replacement=replacement,
+            matchmaker=matchmaker,
+        )
         self.buffer = TaskBuffer(
             capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
         )
-        roles_objectives = objectives_for(objectives, ROLES)
-        self.replacement = replacement or ReplacementConfig()
-        self.evolution = EvolutionLoop(  # checks operator names before any model loads
-            self.population,
-            self.lineage,
-            self.replacement,
-            np.random.default_rng(self.seed + 1),
-            objectives=roles_objectives,
-        )
-        self.host, self.learner, self.executor = make_host(
+        self.host, self.learner, self.executor = open_engine(
             model=model,
             host=host,
             backend=backend,
@@ -132,23 +130,25 @@ class CoevolutionEnv(GameEnv):
             learner=learner,
             executor=executor,
         )
-        self.book = MemberBook(
-            population=self.population,
-            lineage=self.lineage,
-            ratings=self.ratings,
-            host=self.host,
-            learner=self.learner,
-            objectives=roles_objectives,
-            task_types=self.settings.task_types,
-            evolution=self.evolution,
-        )
+        self.adapters = AdapterSync(self.host, self.learner)
+        self.stats = MemberStats(self.settings.task_types)
+        self.league.add_listener(self.adapters)
+        self.league.add_listener(self.stats)
+        self.league.trained, self.league.describer = self.adapters, self.stats
         init_rng = torch.Generator().manual_seed(self.seed)
         try:
             for role, size in (("teacher", teachers), ("student", students)):
                 for _ in range(size):
-                    self.book.found(
-                        role, rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng
+                    genome = LoRAGenome.random(
+                        self.host.module_shapes,
+                        rank=rank,
+                        alpha=alpha,
+                        rng=init_rng,
+                        init=init,
+                        std=init_std,
+                        base_model=str(self.host.model_path),
                     )
+                    self.league.found(role, genome)
         except BaseException:
             self.close()  # no sandbox processes outlive a failed construction
             raise
@@ -161,59 +161,26 @@ class CoevolutionEnv(GameEnv):
         """Matchmaking, propose, verify, solve, reward, learn, rate, and replace when due."""
         start = time.perf_counter()
         step = self.step_count
-        teacher_ids = [ind.id for ind in self.population.members("teacher")]
-        student_ids = [ind.id for ind in self.population.members("student")]
-        hall = self.evolution.hall
-        pairs = self.matchmaker.pair(
-            teacher_ids,
-            student_ids,
-            self.ratings,
-            self.np_rng,
-            past_teachers={m.key: m.rating for m in hall.members("teacher")},
-            past_students={m.key: m.rating for m in hall.members("student")},
-        )
-        frozen = self.book.lend_frozen(pairs)
+        pairs = self.league.pair()
+        frozen = self.league.frozen(pairs)
+        self.adapters.lend(frozen)
         try:
             played, learner_stats = self._play(
                 pairs, step, proposer_role="teacher", solver_role="student", frozen=frozen
             )
         finally:
-            self.book.return_frozen(frozen)
+            self.adapters.give_back(frozen)
 
-        for teacher, student, student_score in match_scores(played, pairs):
-            scores = (1.0 - student_score, student_score)
-            if teacher in frozen:
-                self.ratings.record_against(student, frozen[teacher], scores[1], scores[0])
-            elif student in frozen:
-                self.ratings.record_against(teacher, frozen[student], *scores)
-            else:
-                self.ratings.record_score(teacher, student, *scores)
+        for teacher, student, rates in match_outcomes(played, pairs):
+            self.league.record(teacher, student, rates)
         self.signatures.update(
             item.signature for item in played if item.valid and item.signature is not None
         )
-        self.book.observe(played)
+        self.stats.observe(played, self.population.living)
+        outcome = self.league.finish_step(step)
 
-        births: list[str] = []
-        deaths: list[str] = []
-        if self.replacement.due(step):
-            births, deaths = self.book.replace(step + 1)
-        else:
-            self.book.refresh()
-        if self.replacement.snapshot_due(step):
-            self.book.snapshot(step + 1)
-
-        record = self._record(step, start, played, learner_stats, ROLES, births=births, deaths=deaths)
+        record = self._record(
+            step, start, played, learner_stats, ROLES, births=outcome.births, deaths=outcome.deaths
+        )
         record.metrics.update(self.evolution.archive_metrics())
         return record
-
-    # -- checkpoints ------------------------------------------------------------------------
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything :class:`GameEnv` keeps, plus the evolution loop's state (ratings
-        live in the member book)."""
-        return {**super().state_dict(), "evolution": self.evolution.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` returned; the host's adapters follow the population."""
-        super().load_state_dict(state)
-        self.evolution.load_state_dict(state["evolution"])

@@ -25,14 +25,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._codegame import GameSettings
 from redqueen.environments._domain import TaskDomain, make_domain
 from redqueen.environments._game_env import GameEnv
-from redqueen.environments._members import MemberBook, make_host, objectives_for
+from redqueen.environments._member_stats import MemberStats
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.environments.task_buffer import TaskBuffers
-from redqueen.evo import EvolutionLoop, Lineage, Population, ReplacementConfig
-from redqueen.fitness import RatingSystem, StudentReward, TeacherReward
+from redqueen.evo import League, ReplacementConfig
+from redqueen.fitness import Objectives, StudentReward, TeacherReward
+from redqueen.genomes import LoRAGenome
 
 ROLES = ("solo",)
 
@@ -97,11 +99,11 @@ class SelfPlayEnv(GameEnv):
     ) -> None:
         if solo < 1:
             raise ValueError(f"SelfPlayEnv.solo must be >= 1, got {solo}")
-        self.replacement = replacement or ReplacementConfig(replace_every=0)
-        if self.replacement.replace_every != 0:
+        replacement = replacement or ReplacementConfig(replace_every=0)
+        if replacement.replace_every != 0:
             raise ValueError(
                 "SelfPlayEnv: solo agents are never replaced; replacement.replace_every must be 0, "
-                f"got {self.replacement.replace_every}"
+                f"got {replacement.replace_every}"
             )
         self.domain = domain if domain is not None else make_domain("code")
         self.settings = (settings or GameSettings()).for_domain(self.domain)
@@ -111,12 +113,10 @@ class SelfPlayEnv(GameEnv):
         self.step_count = 0
         self.py_rng = random.Random(self.seed)
         self.np_rng = np.random.default_rng(self.seed)
-        self.population = Population(roles=ROLES)
-        self.lineage = Lineage()
         self.buffer = TaskBuffers(
             capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
         )
-        self.host, self.learner, self.executor = make_host(
+        self.host, self.learner, self.executor = open_engine(
             model=model,
             host=host,
             backend=backend,
@@ -127,31 +127,32 @@ class SelfPlayEnv(GameEnv):
             executor=executor,
         )
         given = dict(objectives or {})
-        solo_objectives = objectives_for({"solo": given.get("solo", ("solve_rate",))}, ROLES)
-        self.evolution = EvolutionLoop(
-            self.population,
-            self.lineage,
-            self.replacement,
-            np.random.default_rng(self.seed + 1),
-            objectives=solo_objectives,
-        )
-        self.book = MemberBook(
-            population=self.population,
-            lineage=self.lineage,
-            ratings=RatingSystem(),
-            host=self.host,
-            learner=self.learner,
-            objectives=solo_objectives,
-            task_types=self.settings.task_types,
-            evolution=self.evolution,
-            rated=False,
-        )
+        self.adapters = AdapterSync(self.host, self.learner)
+        self.stats = MemberStats(self.settings.task_types)
         init_rng = torch.Generator().manual_seed(self.seed)
         try:
+            self.league = League(
+                roles=ROLES,
+                objectives={"solo": Objectives(tuple(given.get("solo", ("solve_rate",))))},
+                pairing_rng=self.np_rng,
+                evolution_rng=np.random.default_rng(self.seed + 1),
+                replacement=replacement,
+                rated=False,
+                listeners=[self.adapters, self.stats],
+                trained=self.adapters,
+                describer=self.stats,
+            )
             for _ in range(solo):
-                self.book.found(
-                    "solo", rank=rank, alpha=alpha, init=init, std=init_std, rng=init_rng
+                genome = LoRAGenome.random(
+                    self.host.module_shapes,
+                    rank=rank,
+                    alpha=alpha,
+                    rng=init_rng,
+                    init=init,
+                    std=init_std,
+                    base_model=str(self.host.model_path),
                 )
+                self.league.found("solo", genome)
         except BaseException:
             self.close()  # no sandbox processes outlive a failed construction
             raise
@@ -162,28 +163,13 @@ class SelfPlayEnv(GameEnv):
         """Every solo member proposes, verifies, solves its own tasks, and learns from both."""
         start = time.perf_counter()
         step = self.step_count
-        pairs = [(ind.id, ind.id) for ind in self.population.members("solo")]
+        pairs = self.league.pair()  # every solo member meets itself
         played, learner_stats = self._play(
             pairs, step, proposer_role="propose", solver_role="solve"
         )
         self.signatures.update(
             item.signature for item in played if item.valid and item.signature is not None
         )
-        self.book.observe(played)
-        self.book.refresh()
-        if self.replacement.snapshot_due(step):
-            self.book.snapshot(step + 1)
-
+        self.stats.observe(played, self.population.living)
+        self.league.finish_step(step)  # no replacement: the snapshot when due
         return self._record(step, start, played, learner_stats, ROLES)
-
-    # -- checkpoints ------------------------------------------------------------------------
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything :class:`GameEnv` keeps (each agent's own buffer included), plus the
-        evolution loop's state (its hall of fame of snapshots)."""
-        return {**super().state_dict(), "evolution": self.evolution.state_dict()}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` returned."""
-        super().load_state_dict(state)
-        self.evolution.load_state_dict(state["evolution"])

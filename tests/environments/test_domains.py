@@ -216,9 +216,15 @@ def test_a_domain_s_state_is_checkpointed_and_restored(arithmetic):
     DOMAINS.register("counting_arith")(Counting)
     try:
         def env(domain):
-            book = SimpleNamespace(state_dict=lambda: {}, load_state_dict=lambda state: None)
-            buffer = SimpleNamespace(state_dict=lambda: {}, load_state_dict=lambda state: None)
-            return SimpleNamespace(domain=domain, step_count=3, book=book, buffer=buffer, signatures=set(),
+            plain = SimpleNamespace(state_dict=lambda: {}, load_state_dict=lambda state: None)
+            league = SimpleNamespace(
+                state_dict=lambda: dict.fromkeys(("population", "lineage", "ratings", "evolution", "hv_reference"), {}),
+                load_state_dict=lambda state: None,
+                population=SimpleNamespace(living=[]),
+            )
+            adapters = SimpleNamespace(restore=lambda living: None)
+            return SimpleNamespace(domain=domain, step_count=3, league=league, adapters=adapters, stats=plain,
+                                   learner=plain, population=league.population, buffer=plain, signatures=set(),
                                    cells=set(), py_rng=random.Random(0), np_rng=np.random.default_rng(0))
 
         first = make_domain("counting_arith")

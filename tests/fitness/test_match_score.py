@@ -7,7 +7,7 @@ from collections import defaultdict
 import pytest
 
 from redqueen.environments._codegame import PlayedTask
-from redqueen.environments._game_stats import match_scores
+from redqueen.environments._game_stats import match_outcomes
 from redqueen.environments.games import GamesEnv
 from redqueen.environments.surrogate import SurrogateEnv
 from redqueen.fitness import INVALID_TASK_POLICIES, match_score
@@ -62,4 +62,5 @@ def test_environments_record_the_rule(make) -> None:
 def test_the_code_game_scores_matches_by_the_rule() -> None:
     played = [PlayedTask("t", "s", "code_o", None, task=object(), solve_rate=0.0)]
     played += [PlayedTask("t", "s", "code_o", None) for _ in range(7)]  # invalid proposals
-    assert match_scores(played, [("t", "s")]) == [("t", "s", 0.875)]
+    ((teacher, student, rates),) = match_outcomes(played, [("t", "s")])
+    assert (teacher, student, match_score(rates)) == ("t", "s", 0.875)
