@@ -16,12 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from redqueen.evo._individual import Individual
-from redqueen.evo._lineage import Lineage
-from redqueen.evo._loop import EvolutionLoop
-from redqueen.evo._population import Population
+from redqueen.evo._league import League
 from redqueen.evo._replacement import ReplacementConfig
-from redqueen.fitness import PFSPMatchmaker, RatingSystem
 from redqueen.genomes import LoRAGenome
 
 
@@ -74,40 +70,44 @@ def cull_study(
         raise ValueError("cull_study: rounds, size and steps_per_round must be >= 1, burn_in >= 0")
     if not skill_sd >= 0:
         raise ValueError(f"cull_study: skill_sd must be >= 0, got {skill_sd}")
-    pop, lineage, ratings = Population(roles=("teacher", "student")), Lineage(), RatingSystem()
     config = ReplacementConfig(
         replace_every=steps_per_round,
         newborn=newborn,
         operators={"gaussian": 1.0},
         snapshot_every=0,
     )
-    loop = EvolutionLoop(pop, lineage, config, seed)
+    rng = np.random.default_rng(seed + 1)  # pairing, skills and outcomes
+    league = League(
+        roles=("teacher", "student"),
+        objectives={},
+        pairing_rng=rng,
+        evolution_rng=np.random.default_rng(seed),
+        replacement=config,
+    )
+    pop = league.population
     gen = torch.Generator().manual_seed(seed)
-    rng, matchmaker = np.random.default_rng(seed + 1), PFSPMatchmaker()
     skill: dict[str, float] = {}
     for role in ("teacher", "student"):
         for _ in range(size):
             genome = LoRAGenome.random(
                 {"m": (2, 2)}, rank=1, alpha=1.0, rng=gen, init="gaussian", std=0.1
             )
-            member = Individual(pop.new_id(role), role, genome)
-            loop.found(member, ratings)
+            member = league.found(role, genome)
             skill[member.id] = float(rng.normal(0.0, skill_sd)) if skill_sd else 0.0
     records: list[CullRecord] = []
     step = 0
     for round_ in range(rounds):
         for _ in range(steps_per_round):
-            teachers = [m.id for m in pop.members("teacher")]
-            students = [m.id for m in pop.members("student")]
-            for teacher, student in matchmaker.pair(teachers, students, ratings, rng):
+            for teacher, student in league.pair():
                 p = 1.0 / (1.0 + math.exp(skill[teacher] - skill[student]))
                 won = float(rng.random() < p)  # the student's score
-                ratings.record_score(teacher, student, 1.0 - won, won)
+                league.record_score(teacher, student, won)
             step += 1
         living = {m.id: (m.role, min(3, (step - m.birth) // steps_per_round)) for m in pop.living}
-        births, deaths = loop.replace(step, ratings)
-        for child in births:
-            skill[child.id] = float(rng.normal(0.0, skill_sd)) if skill_sd else 0.0
+        outcome = league.finish_step(step - 1)  # the round's last step: replacement is due
+        deaths = outcome.deaths
+        for child in outcome.births:
+            skill[child] = float(rng.normal(0.0, skill_sd)) if skill_sd else 0.0
         if round_ >= burn_in:
             records.extend(
                 CullRecord(role, age, skill[i], i in deaths) for i, (role, age) in living.items()
