@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ import torch
 
 from redqueen.engine import HostProtocol, LearnerProtocol
 from redqueen.environments._accounting import learning_metrics, member_accounting
-from redqueen.environments._adapters import AdapterSync
+from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._codegame import (
     GameSettings,
     PlayedTask,
@@ -33,6 +34,7 @@ from redqueen.environments._domain import (
     TaskDomain,
     domain_name,
     load_domain_state,
+    make_domain,
     save_domain_state,
     summary_column,
 )
@@ -41,17 +43,18 @@ from redqueen.environments._league_view import LeagueView
 from redqueen.environments._member_stats import MemberStats
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
-from redqueen.evo import League
-from redqueen.fitness import StudentReward, TeacherReward, match_score
+from redqueen.evo import League, ReplacementConfig
+from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
+from redqueen.genomes import LoRAGenome
 
 
 class GameEnv(LeagueView, Environment):
     """Base of the environments that play the propose / verify / solve / learn round.
 
-    Subclasses set ``domain``, ``host``, ``executor``, ``learner``, ``buffer``, ``settings``,
-    ``league``, ``adapters``, ``stats``, ``signatures``, ``cells``, ``py_rng``, ``np_rng``,
-    ``teacher_reward`` and ``student_reward`` in their constructors and write :meth:`step`
-    around :meth:`_play` and :meth:`_record`.
+    The constructor builds the parts (domain, settings, rewards, RNGs, the :class:`League`,
+    the task buffer, the engine with its :class:`AdapterSync`, the :class:`MemberStats`) and
+    founds the members; subclasses say how many of which role, and write :meth:`step` around
+    :meth:`_play` and :meth:`_record`.
 
     Coverage of task space is counted in the domain's behaviour cells
     (:meth:`~redqueen.environments.TaskDomain.behaviour_cell`): ``coverage_cells`` is the
@@ -90,6 +93,106 @@ class GameEnv(LeagueView, Environment):
     probe_tokens: int = 0
     #: Seconds of the last step's phases (``propose``, ``verify``, ``solve``, ``grade``, ``learn``).
     phase_seconds: dict[str, float] = {}  # noqa: RUF012 (replaced, never mutated, per step)
+
+    def __init__(
+        self,
+        *,
+        sizes: Mapping[str, int],
+        objectives: Mapping[str, Objectives],
+        rated: bool,
+        per_member_buffers: bool,
+        replacement: ReplacementConfig | None,
+        matchmaker: PFSPMatchmaker | None,
+        model: str | Path | None,
+        host: Any,
+        backend: str,
+        device: str,
+        dtype: str | None,
+        target_modules: Sequence[str] | None,
+        rank: int,
+        alpha: float,
+        init: str,
+        init_std: float,
+        domain: TaskDomain[Any, Any, Any] | None,
+        settings: GameSettings | None,
+        teacher_reward: TeacherReward | None,
+        student_reward: StudentReward | None,
+        learner: Any,
+        executor: Mapping[str, Any] | None,
+        seed: int,
+    ) -> None:
+        """Build the parts every round needs, then found ``sizes[role]`` members per role.
+
+        The league comes first (it checks operator names before any model loads); the engine
+        (host, learner, sandbox) next; founders last, their genomes drawn from a generator
+        seeded with ``seed``. The sandbox is shut down if founding fails.
+
+        Args:
+            sizes: Role -> number of founders, in founding order.
+            objectives: Role -> its objective vector.
+            rated: Whether members carry ratings.
+            per_member_buffers: One task buffer per proposer (independent agents) instead of
+                one shared buffer.
+            replacement: The league's replacement settings.
+            matchmaker: The league's PFSP matchmaking.
+            seed: Seeds every random choice: ``random`` and numpy generators (pairing draws from
+                the numpy one), the evolution loop (``seed + 1``) and the founders' genomes.
+            Others: as documented by :class:`~redqueen.environments.CoevolutionEnv`.
+        """
+        self.domain = domain if domain is not None else make_domain("code")
+        self.settings = (settings or GameSettings()).for_domain(self.domain)
+        self.teacher_reward = teacher_reward or TeacherReward()
+        self.student_reward = student_reward or StudentReward()
+        self.seed = int(seed)
+        self.step_count = 0
+        self.py_rng = random.Random(self.seed)
+        self.np_rng = np.random.default_rng(self.seed)
+        self.league = League(  # checks operator names before any model loads
+            roles=tuple(sizes),
+            objectives=objectives,
+            pairing_rng=self.np_rng,
+            evolution_rng=np.random.default_rng(self.seed + 1),
+            replacement=replacement,
+            matchmaker=matchmaker,
+            rated=rated,
+        )
+        buffers = TaskBuffers if per_member_buffers else TaskBuffer
+        self.buffer = buffers(capacity=self.settings.buffer_size, seed=self.domain.seed_examples())
+        self.signatures = set()
+        self.cells = set()
+        self.executor = None
+        self.host, self.learner, self.executor = open_engine(
+            model=model,
+            host=host,
+            backend=backend,
+            device=device,
+            dtype=dtype,
+            target_modules=target_modules,
+            learner=learner,
+            executor=executor,
+        )
+        self.adapters = AdapterSync(self.host, self.learner)
+        self.stats = MemberStats(self.settings.task_types)
+        self.league.add_listener(self.adapters)
+        self.league.add_listener(self.stats)
+        self.league.trained, self.league.describer = self.adapters, self.stats
+        init_rng = torch.Generator().manual_seed(self.seed)
+        try:
+            for role, size in sizes.items():
+                for _ in range(size):
+                    genome = LoRAGenome.random(
+                        self.host.module_shapes,
+                        rank=rank,
+                        alpha=alpha,
+                        rng=init_rng,
+                        init=init,
+                        std=init_std,
+                        base_model=str(self.host.model_path),
+                    )
+                    self.league.found(role, genome)
+        except BaseException:
+            self.close()  # no sandbox processes outlive a failed construction
+            raise
 
     def _play(
         self,

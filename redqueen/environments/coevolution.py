@@ -12,26 +12,18 @@ members through the operator library, the adapter host following births and deat
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
-from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._codegame import GameSettings
-from redqueen.environments._domain import TaskDomain, make_domain
+from redqueen.environments._domain import TaskDomain
 from redqueen.environments._game_env import GameEnv
 from redqueen.environments._game_stats import match_outcomes
-from redqueen.environments._member_stats import MemberStats
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
-from redqueen.environments.task_buffer import TaskBuffer
-from redqueen.evo import League, ReplacementConfig
+from redqueen.evo import ReplacementConfig
 from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward
-from redqueen.genomes import LoRAGenome
 
 ROLES = ("teacher", "student")
 
@@ -100,60 +92,32 @@ class CoevolutionEnv(GameEnv):
             raise ValueError(
                 f"CoevolutionEnv needs teachers and students, got {teachers} and {students}"
             )
-        self.domain = domain if domain is not None else make_domain("code")
-        self.settings = (settings or GameSettings()).for_domain(self.domain)
-        self.teacher_reward = teacher_reward or TeacherReward()
-        self.student_reward = student_reward or StudentReward()
-        self.seed = int(seed)
-        self.step_count = 0
-        self.py_rng = random.Random(self.seed)
-        self.np_rng = np.random.default_rng(self.seed)
         given = dict(objectives or {})
-        self.league = League(  # checks operator names before any model loads
-            roles=ROLES,
+        super().__init__(
+            sizes={"teacher": teachers, "student": students},
             objectives={r: Objectives(tuple(given.get(r, ("rating_lcb",)))) for r in ROLES},
-            pairing_rng=self.np_rng,
-            evolution_rng=np.random.default_rng(self.seed + 1),
+            rated=True,
+            per_member_buffers=False,
             replacement=replacement,
             matchmaker=matchmaker,
-        )
-        self.buffer = TaskBuffer(
-            capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
-        )
-        self.host, self.learner, self.executor = open_engine(
             model=model,
             host=host,
             backend=backend,
             device=device,
             dtype=dtype,
             target_modules=target_modules,
+            rank=rank,
+            alpha=alpha,
+            init=init,
+            init_std=init_std,
+            domain=domain,
+            settings=settings,
+            teacher_reward=teacher_reward,
+            student_reward=student_reward,
             learner=learner,
             executor=executor,
+            seed=seed,
         )
-        self.adapters = AdapterSync(self.host, self.learner)
-        self.stats = MemberStats(self.settings.task_types)
-        self.league.add_listener(self.adapters)
-        self.league.add_listener(self.stats)
-        self.league.trained, self.league.describer = self.adapters, self.stats
-        init_rng = torch.Generator().manual_seed(self.seed)
-        try:
-            for role, size in (("teacher", teachers), ("student", students)):
-                for _ in range(size):
-                    genome = LoRAGenome.random(
-                        self.host.module_shapes,
-                        rank=rank,
-                        alpha=alpha,
-                        rng=init_rng,
-                        init=init,
-                        std=init_std,
-                        base_model=str(self.host.model_path),
-                    )
-                    self.league.found(role, genome)
-        except BaseException:
-            self.close()  # no sandbox processes outlive a failed construction
-            raise
-        self.signatures: set[str] = set()
-        self.cells: set[str] = set()
 
     # -- one step ---------------------------------------------------------------------------
 

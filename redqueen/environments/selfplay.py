@@ -16,25 +16,17 @@ paper's comparison (population co-evolution vs self-play) can be rerun at equal 
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import torch
-
-from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._codegame import GameSettings
-from redqueen.environments._domain import TaskDomain, make_domain
+from redqueen.environments._domain import TaskDomain
 from redqueen.environments._game_env import GameEnv
-from redqueen.environments._member_stats import MemberStats
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
-from redqueen.environments.task_buffer import TaskBuffers
-from redqueen.evo import League, ReplacementConfig
+from redqueen.evo import ReplacementConfig
 from redqueen.fitness import Objectives, StudentReward, TeacherReward
-from redqueen.genomes import LoRAGenome
 
 ROLES = ("solo",)
 
@@ -105,59 +97,32 @@ class SelfPlayEnv(GameEnv):
                 "SelfPlayEnv: solo agents are never replaced; replacement.replace_every must be 0, "
                 f"got {replacement.replace_every}"
             )
-        self.domain = domain if domain is not None else make_domain("code")
-        self.settings = (settings or GameSettings()).for_domain(self.domain)
-        self.teacher_reward = teacher_reward or TeacherReward()
-        self.student_reward = student_reward or StudentReward()
-        self.seed = int(seed)
-        self.step_count = 0
-        self.py_rng = random.Random(self.seed)
-        self.np_rng = np.random.default_rng(self.seed)
-        self.buffer = TaskBuffers(
-            capacity=self.settings.buffer_size, seed=self.domain.seed_examples()
-        )
-        self.host, self.learner, self.executor = open_engine(
+        given = dict(objectives or {})
+        super().__init__(
+            sizes={"solo": solo},
+            objectives={"solo": Objectives(tuple(given.get("solo", ("solve_rate",))))},
+            rated=False,
+            per_member_buffers=True,
+            replacement=replacement,
+            matchmaker=None,
             model=model,
             host=host,
             backend=backend,
             device=device,
             dtype=dtype,
             target_modules=target_modules,
+            rank=rank,
+            alpha=alpha,
+            init=init,
+            init_std=init_std,
+            domain=domain,
+            settings=settings,
+            teacher_reward=teacher_reward,
+            student_reward=student_reward,
             learner=learner,
             executor=executor,
+            seed=seed,
         )
-        given = dict(objectives or {})
-        self.adapters = AdapterSync(self.host, self.learner)
-        self.stats = MemberStats(self.settings.task_types)
-        init_rng = torch.Generator().manual_seed(self.seed)
-        try:
-            self.league = League(
-                roles=ROLES,
-                objectives={"solo": Objectives(tuple(given.get("solo", ("solve_rate",))))},
-                pairing_rng=self.np_rng,
-                evolution_rng=np.random.default_rng(self.seed + 1),
-                replacement=replacement,
-                rated=False,
-                listeners=[self.adapters, self.stats],
-                trained=self.adapters,
-                describer=self.stats,
-            )
-            for _ in range(solo):
-                genome = LoRAGenome.random(
-                    self.host.module_shapes,
-                    rank=rank,
-                    alpha=alpha,
-                    rng=init_rng,
-                    init=init,
-                    std=init_std,
-                    base_model=str(self.host.model_path),
-                )
-                self.league.found("solo", genome)
-        except BaseException:
-            self.close()  # no sandbox processes outlive a failed construction
-            raise
-        self.signatures: set[str] = set()
-        self.cells: set[str] = set()
 
     def step(self) -> StepRecord:
         """Every solo member proposes, verifies, solves its own tasks, and learns from both."""

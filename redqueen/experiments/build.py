@@ -265,17 +265,6 @@ BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
     "selfplay": _build_selfplay,
 }
 
-def check_evolution_names(cfg: ExperimentConfig) -> None:
-    """Check the whole configuration against the registries before anything runs: names,
-    parameters and needs of the selection, ranking and operators, objective names, and that
-    every key set is read (see :func:`redqueen.experiments.check_config`).
-
-    Raises:
-        ConfigError: One line naming the key.
-    """
-    check_config(cfg)
-
-
 def _check_device(cfg: ExperimentConfig) -> None:
     """``model.device`` names a device this process has (Ray workers check their own)."""
     import torch
@@ -290,11 +279,13 @@ def _check_device(cfg: ExperimentConfig) -> None:
         )
 
 
-def build_environment(cfg: ExperimentConfig) -> Any:
+def build_environment(cfg: ExperimentConfig, *, checked: bool = False) -> Any:
     """Construct the environment a configuration describes.
 
     Args:
         cfg: A validated configuration (see :func:`redqueen.experiments.config.load_config`).
+        checked: The caller has already run :func:`redqueen.experiments.check_config` on
+            ``cfg`` (it is not run twice).
 
     ``model.cpu_threads`` is applied here (process-wide) for CPU runs.
 
@@ -312,7 +303,8 @@ def build_environment(cfg: ExperimentConfig) -> Any:
         torch.set_num_threads(cfg.model.cpu_threads)
     cls = environment_class(cfg)
     name = cfg.environment.name
-    check_evolution_names(cfg)
+    if not checked:
+        check_config(cfg)
     builder = BUILDERS.get(name)
     if builder is not None:
         return builder(cfg)

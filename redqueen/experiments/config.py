@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from redqueen._registry import Registry
+from redqueen.experiments._defaults import class_defaults, defaults_from, runtime_default
 from redqueen.experiments._yaml import MAX_BYTES, safe_load
 
 PRESET_DIR = Path(__file__).parent / "presets"
@@ -94,6 +95,17 @@ class ModelConfig(_Section):
     cpu_threads: int | None = Field(None, ge=1)
 
 
+#: Where each mirrored section's defaults are written (read by :mod:`._defaults`, not imported).
+_SELFPLAY = "environments/selfplay.py:SelfPlayEnv"
+_REWARDS = "fitness/_rewards.py:"
+_coevolution = defaults_from("environments/coevolution.py:CoevolutionEnv")
+_student_reward = defaults_from(_REWARDS + "StudentReward")
+_executor = defaults_from("verifiers/_executor.py:Executor")
+_game = defaults_from("environments/_codegame.py:GameSettings")
+_matchmaker = defaults_from("fitness/_matchmaking.py:PFSPMatchmaker")
+_learner = defaults_from("engine/_learner.py:LearnerConfig")
+
+
 class PopulationConfig(_Section):
     """Sizes of the sub-populations and how new genomes start.
 
@@ -101,13 +113,13 @@ class PopulationConfig(_Section):
     ``solo`` by the self-play baseline (each solo member proposes and solves on its own).
     """
 
-    teachers: int = Field(4, ge=0)
-    students: int = Field(4, ge=0)
-    solo: int = Field(4, ge=0)
-    rank: int = Field(8, ge=1)
-    alpha: float = Field(16.0, gt=0, le=1e4)
-    init: Literal["peft", "gaussian"] = "peft"
-    init_std: float = Field(0.02, gt=0, le=10)
+    teachers: int = Field(default_factory=_coevolution("teachers"), ge=0)
+    students: int = Field(default_factory=_coevolution("students"), ge=0)
+    solo: int = Field(default_factory=runtime_default(_SELFPLAY, "solo"), ge=0)
+    rank: int = Field(default_factory=_coevolution("rank"), ge=1)
+    alpha: float = Field(default_factory=_coevolution("alpha"), gt=0, le=1e4)
+    init: Literal["peft", "gaussian"] = Field(default_factory=_coevolution("init"))
+    init_std: float = Field(default_factory=_coevolution("init_std"), gt=0, le=10)
 
 
 class TeacherRewardConfig(_Section):
@@ -115,30 +127,31 @@ class TeacherRewardConfig(_Section):
     else ``1 - rate``. ``variant`` picks the default ``extreme``: 0 (PopuLoRA) or -0.5 (AZR's code)."""
 
     variant: Literal["populora", "azr"] = "populora"
-    invalid: float = -1.0
+    invalid: float = Field(default_factory=runtime_default(_REWARDS + "TeacherReward", "invalid"))
     extreme: float | None = None
 
     @model_validator(mode="after")
     def _resolve_extreme(self) -> TeacherRewardConfig:
         if self.extreme is None:
-            object.__setattr__(self, "extreme", 0.0 if self.variant == "populora" else -0.5)
+            populora = class_defaults(_REWARDS + "TeacherReward")["extreme"]
+            object.__setattr__(self, "extreme", populora if self.variant == "populora" else -0.5)
         return self
 
 
 class StudentRewardConfig(_Section):
     """Student reward per answer status."""
 
-    correct: float = 1.0
-    wrong: float = -0.5
-    unparseable: float = -1.0
+    correct: float = Field(default_factory=_student_reward("correct"))
+    wrong: float = Field(default_factory=_student_reward("wrong"))
+    unparseable: float = Field(default_factory=_student_reward("unparseable"))
 
 
 class ExecutorConfig(_Section):
     """Sandbox settings of the verifier's executor."""
 
-    workers: int | None = Field(None, ge=1)
-    timeout: float = Field(2.0, gt=0)
-    memory_mb: int = Field(512, ge=16)
+    workers: int | None = Field(default_factory=_executor("workers"), ge=1)
+    timeout: float = Field(default_factory=_executor("timeout"), gt=0)
+    memory_mb: int = Field(default_factory=_executor("memory_mb"), ge=16)
 
 
 class EnvironmentConfig(_Section):
@@ -172,13 +185,13 @@ class EnvironmentConfig(_Section):
     domain: str = "code"
     domain_params: dict[str, Any] = Field(default_factory=dict)
     task_types: tuple[str, ...] | None = Field(None, min_length=1)
-    tasks_per_teacher: int = Field(3, ge=1)
-    answers_per_task: int = Field(4, ge=1)
-    references: int = Field(3, ge=0)
-    buffer_size: int = Field(256, ge=1)
-    propose_max_new_tokens: int = Field(128, ge=1)
-    solve_max_new_tokens: int = Field(96, ge=1)
-    base_probe_answers: int = Field(2, ge=0)
+    tasks_per_teacher: int = Field(default_factory=_game("tasks_per_teacher"), ge=1)
+    answers_per_task: int = Field(default_factory=_game("answers_per_task"), ge=1)
+    references: int = Field(default_factory=_game("references"), ge=0)
+    buffer_size: int = Field(default_factory=_game("buffer_size"), ge=1)
+    propose_max_new_tokens: int = Field(default_factory=_game("propose_max_new_tokens"), ge=1)
+    solve_max_new_tokens: int = Field(default_factory=_game("solve_max_new_tokens"), ge=1)
+    base_probe_answers: int = Field(default_factory=_game("base_probe_answers"), ge=0)
     teacher_reward: TeacherRewardConfig = TeacherRewardConfig()
     student_reward: StudentRewardConfig = StudentRewardConfig()
     executor: ExecutorConfig = ExecutorConfig()
@@ -296,9 +309,11 @@ class MatchmakingConfig(_Section):
             ``evolution.snapshot_every`` > 0 to have past members to draw.
     """
 
-    weighting: Literal["variance", "hard", "uniform"] = "variance"
-    floor: float = Field(1e-3, ge=0)
-    hall_of_fame_share: float = Field(0.0, ge=0, le=1)
+    weighting: Literal["variance", "hard", "uniform"] = Field(
+        default_factory=_matchmaker("weighting")
+    )
+    floor: float = Field(default_factory=_matchmaker("floor"), ge=0)
+    hall_of_fame_share: float = Field(default_factory=_matchmaker("hall_of_fame_share"), ge=0, le=1)
 
     def matchmaker(self) -> Any:
         """This section as a :class:`redqueen.fitness.PFSPMatchmaker`."""
@@ -322,26 +337,31 @@ class LearnerSettings(_Section):
     each split into ``minibatches`` optimizer steps. ``lr: 0`` is accepted: the same
     computation without learning, the control of an experiment on what learning adds."""
 
-    lr: float = Field(1e-4, ge=0, le=10)
-    clip: float = Field(0.2, gt=0, le=100)
-    max_grad_norm: float = Field(1.0, gt=0, le=1e6)
-    weight_decay: float = Field(0.0, ge=0, le=100)
-    kl_coef: float = Field(0.0, ge=0, le=1e6)
-    epochs: int = Field(1, ge=1)
-    minibatches: int = Field(1, ge=1)
-    micro_batch_size: int = Field(16, ge=1)
+    lr: float = Field(default_factory=_learner("lr"), ge=0, le=10)
+    clip: float = Field(default_factory=_learner("clip"), gt=0, le=100)
+    max_grad_norm: float = Field(default_factory=_learner("max_grad_norm"), gt=0, le=1e6)
+    weight_decay: float = Field(default_factory=_learner("weight_decay"), ge=0, le=100)
+    kl_coef: float = Field(default_factory=_learner("kl_coef"), ge=0, le=1e6)
+    epochs: int = Field(default_factory=_learner("epochs"), ge=1)
+    minibatches: int = Field(default_factory=_learner("minibatches"), ge=1)
+    micro_batch_size: int = Field(default_factory=_learner("micro_batch_size"), ge=1)
 
 
 class SamplingConfig(_Section):
     """Sampling of proposals and answers (the policy gradient assumes temperature 1)."""
 
-    temperature: float = Field(1.0, ge=0, le=100)
-    top_p: float = Field(1.0, gt=0, le=1)
+    temperature: float = Field(default_factory=_game("temperature"), ge=0, le=100)
+    top_p: float = Field(default_factory=_game("top_p"), gt=0, le=1)
 
 
 class LoggingConfig(_Section):
-    """Live monitoring sinks besides the run directory."""
+    """Live monitoring sinks besides the run directory, and how many checkpoints stay on disk.
 
+    Attributes:
+        keep_checkpoints: The newest this many checkpoints are kept (0: keep all).
+    """
+
+    keep_checkpoints: int = Field(3, ge=0)
     tensorboard: bool | None = None  # None: when installed, silently off when not
     wandb: bool = False
     wandb_project: str = "redqueen"

@@ -44,6 +44,7 @@ from redqueen.experiments.runlock import RunLock
 
 if TYPE_CHECKING:  # the environments package pulls in the engine; the runner only drives it
     from redqueen.environments.base import Environment, StepRecord
+    from redqueen.experiments.config import ExperimentConfig
 
 #: Called after every step with the step's record and the runner.
 StepCallback = Callable[["StepRecord", "Runner"], None]
@@ -82,11 +83,6 @@ class RunResult:
     def complete(self) -> bool:
         """Whether every configured step has run."""
         return self.steps_done >= self.steps_total
-
-
-def _setting(section: Any, name: str, default: Any) -> Any:
-    value = getattr(section, name, default) if section is not None else default
-    return default if value is None else value
 
 
 def _living_members(population: Any) -> list[tuple[str, Any]]:
@@ -321,23 +317,24 @@ class Runner:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _runner_settings(config: Any) -> dict[str, Any]:
-    logging = getattr(config, "logging", None)
+def _runner_settings(config: ExperimentConfig) -> dict[str, Any]:
     return {
-        "steps": int(config.steps),
-        "checkpoint_every": int(_setting(config, "checkpoint_every", 1)),
-        "keep_checkpoints": int(_setting(logging, "keep_checkpoints", 3)),
+        "steps": config.steps,
+        "checkpoint_every": config.checkpoint_every,
+        "keep_checkpoints": config.logging.keep_checkpoints,
     }
 
 
-def _monitor(config: Any, run_dir: RunDirectory, start_step: int, resolved: Mapping[str, Any]) -> Monitor:
-    logging = getattr(config, "logging", None)
+def _monitor(
+    config: ExperimentConfig, run_dir: RunDirectory, start_step: int, resolved: Mapping[str, Any]
+) -> Monitor:
+    logging = config.logging
     return Monitor(
         log_dir=run_dir.path,
-        tensorboard=getattr(logging, "tensorboard", None),
-        wandb=bool(getattr(logging, "wandb", False)),
-        wandb_project=str(_setting(logging, "wandb_project", "redqueen")),
-        wandb_entity=getattr(logging, "wandb_entity", None),
+        tensorboard=logging.tensorboard,
+        wandb=logging.wandb,
+        wandb_project=logging.wandb_project,
+        wandb_entity=logging.wandb_entity,
         run_name=run_dir.path.name,
         config=resolved,
         start_step=start_step,
@@ -345,7 +342,7 @@ def _monitor(config: Any, run_dir: RunDirectory, start_step: int, resolved: Mapp
 
 
 def start_run(
-    config: Any,
+    config: ExperimentConfig,
     out: str | os.PathLike[str],
     *,
     plots: bool = True,
@@ -396,7 +393,7 @@ def start_run(
             run_dir.write_plugins(plugins)
         run_dir.open_logs()
         run_dir.close_logs()
-        env = build_environment(config)
+        env = build_environment(config, checked=True)  # checked above
         if target.exists():
             target.rmdir()
         os.replace(staging, target)
