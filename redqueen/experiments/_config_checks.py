@@ -5,8 +5,8 @@ selection, ranking and operator names, their parameters against each entry's dec
 their needs (a Pareto scheme needs several objectives, a fixed-arity crossover its number of
 parents), the objective names the environment's members carry, and that every key the
 configuration sets is read by what it configures (:func:`keys_read`: an environment's declared
-``config_sections``, its builder's :data:`BUILDER_KEYS`, or the :data:`STANDARD_KEYS` of its
-constructor's keywords). Each failure is one line naming the key::
+``config_sections``, its built-in builder's ``reads``, or what the standard keywords of its
+constructor read). Each failure is one line naming the key::
 
     evolution.operator_params.gaussian.sigmaa: unknown parameter (known: fraction, sigma)
     learner: not read by environment 'surrogate' (set: lr)
@@ -15,13 +15,13 @@ constructor's keywords). Each failure is one line naming the key::
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from redqueen._registry import ParameterError, UnknownNameError
+from redqueen.experiments._settings import BUILDERS, standard_reads
 from redqueen.experiments.config import ConfigError, ExperimentConfig
 
 #: Keys every run reads, whatever the environment: the runner's, the monitor's, the thread count
@@ -56,57 +56,6 @@ def _import_environments() -> Any:
     return ENVIRONMENTS
 
 
-#: The configuration keys each standard constructor keyword is computed from (see
-#: ``redqueen.experiments.build.standard_kwargs``): what an environment built from its
-#: constructor's keywords reads.
-STANDARD_KEYS: dict[str, tuple[str, ...]] = {
-    "seed": ("seed",),
-    "teachers": ("population.teachers",),
-    "students": ("population.students",),
-    "n_teachers": ("population.teachers",),
-    "n_students": ("population.students",),
-    "solo": ("population.solo",),
-    "rank": ("population.rank",),
-    "alpha": ("population.alpha",),
-    "init": ("population.init",),
-    "init_std": ("population.init_std",),
-    "replacement": ("evolution",),
-    "matchmaker": ("matchmaking",),
-    "tasks_per_teacher": ("environment.tasks_per_teacher",),
-    "answers_per_task": ("environment.answers_per_task",),
-    "teacher_reward": ("environment.teacher_reward",),
-    "student_reward": ("environment.student_reward",),
-    "objectives": ("objectives",),
-    "workers": ("engine.workers",),
-    "ray_address": ("engine.ray_address",),
-}
-
-
-def keyword_names(cls: type) -> tuple[set[str], bool]:
-    """The keyword names ``cls``'s constructor accepts, and whether it takes ``**kwargs``."""
-    params = inspect.signature(cls).parameters.values()
-    names = {
-        p.name
-        for p in params
-        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self"
-    }
-    return names, any(p.kind is p.VAR_KEYWORD for p in params)
-
-
-_CODE_ENV_KEYS = (
-    "seed", "model", "environment", "evolution", "learner", "sampling", "engine",
-    "population.rank", "population.alpha", "population.init", "population.init_std",
-)
-#: The configuration keys each builder of ``redqueen.experiments.build.BUILDERS`` reads.
-BUILDER_KEYS: dict[str, tuple[str, ...]] = {
-    "coevolution": (
-        *_CODE_ENV_KEYS, "population.teachers", "population.students", "matchmaking",
-        "objectives.teacher", "objectives.student",
-    ),
-    "selfplay": (*_CODE_ENV_KEYS, "population.solo", "objectives.solo"),
-}
-
-
 def environment_class(cfg: ExperimentConfig) -> type:
     """The registered class of ``environment.name``.
 
@@ -114,6 +63,7 @@ def environment_class(cfg: ExperimentConfig) -> type:
         ConfigError: If no environment has that name.
     """
     registry = _import_environments()
+    importlib.import_module("redqueen.experiments.build")  # registers the built-in builders
     try:
         return registry[cfg.environment.name]
     except UnknownNameError as error:
@@ -122,15 +72,15 @@ def environment_class(cfg: ExperimentConfig) -> type:
 
 def keys_read(cls: type, cfg: ExperimentConfig) -> tuple[str, ...]:
     """The configuration keys the environment ``cls`` reads, besides those every run reads:
-    its ``config_sections`` when it declares them, its builder's, else those its constructor's
-    keywords are computed from (:data:`STANDARD_KEYS`)."""
+    its ``config_sections`` when it declares them, its built-in builder's, else those of the
+    standard keywords its constructor declares (:data:`~redqueen.experiments._settings.STANDARD_SETTINGS`)."""
     declared = getattr(cls, "config_sections", None)
     if declared is not None:
         return tuple(declared)
-    if cfg.environment.name in BUILDER_KEYS:
-        return BUILDER_KEYS[cfg.environment.name]
-    accepted, _ = keyword_names(cls)
-    return tuple(key for name in sorted(accepted) for key in STANDARD_KEYS.get(name, ()))
+    built_in = BUILDERS.get(cfg.environment.name)
+    if built_in is not None:
+        return built_in.reads
+    return standard_reads(cls)
 
 
 def check_config(cfg: ExperimentConfig) -> None:
@@ -317,12 +267,9 @@ def check_objective_names(
 
 __all__ = [
     "ALWAYS_READ",
-    "BUILDER_KEYS",
     "ENVIRONMENT_MODULES",
-    "STANDARD_KEYS",
     "environment_class",
     "keys_read",
-    "keyword_names",
     "check_config",
     "check_evolution",
     "check_keys_read",

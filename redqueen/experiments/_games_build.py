@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from redqueen.environments.games import GAMES, GamesEnv
@@ -21,10 +21,10 @@ def own_settings(cls: type[object]) -> list[str]:
     ]
 
 
-def build_games(cfg: ExperimentConfig, standard: Mapping[str, Callable[[], Any]]) -> GamesEnv:
+def build_games(cfg: ExperimentConfig, standard: Mapping[str, Any]) -> GamesEnv:
     """Build the games environment from ``cfg``: ``environment.options`` holds ``game``, the
     game's settings and the environment's own; the standard settings (population, rewards,
-    replacement, matchmaking, objectives, seed) come from ``standard`` (name -> thunk).
+    replacement, matchmaking, objectives, seed) come from ``standard`` (keyword -> value).
 
     Raises:
         ConfigError: One line naming the option: an unknown game, a setting neither the game nor
@@ -49,7 +49,7 @@ def build_games(cfg: ExperimentConfig, standard: Mapping[str, Callable[[], Any]]
         game = game_cls(**GAMES.validate(name, game_params))  # the game's declared parameters
     except (TypeError, ValueError) as error:
         raise ConfigError(f"environment.options.{error}") from None
-    kwargs = {k: make() for k, make in standard.items() if k in own_settings(GamesEnv)}
+    kwargs = {k: value for k, value in standard.items() if k in own_settings(GamesEnv)}
     try:
         return GamesEnv(game=game, **kwargs, **options)
     except (TypeError, ValueError) as error:

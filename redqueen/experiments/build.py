@@ -1,21 +1,29 @@
 """Turn a validated :class:`~redqueen.experiments.config.ExperimentConfig` into an environment.
 
 :func:`build_environment` looks the environment name up in
-:data:`redqueen.environments.ENVIRONMENTS` and constructs it with keyword arguments taken
-from the configuration. Environments whose constructors follow the common keyword names
-(``teachers``, ``students``, ``rank``, ``alpha``, ``seed``, ``replacement``, ...) need no
-builder of their own: every standard setting the constructor accepts is passed, and
-``environment.options`` supplies the rest. A plug-in environment with unusual needs may define
-a ``from_config(cfg)`` classmethod instead.
+:data:`redqueen.environments.ENVIRONMENTS` and builds it one of three ways:
+
+- a built-in environment by its registered builder (:func:`redqueen.experiments._settings.builder`),
+  which reads typed sections explicitly and declares the keys it reads;
+- a plug-in with a ``from_config(cfg)`` classmethod by that (its ``config_sections`` say what
+  it reads);
+- any other plug-in by its constructor: the standard keywords it declares (``teachers``,
+  ``rank``, ``replacement``, ``seed``, ... from the one table
+  :data:`~redqueen.experiments._settings.STANDARD_SETTINGS`) and ``environment.options``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from redqueen._registry import UnknownNameError
-from redqueen.experiments._config_checks import check_config, environment_class, keyword_names
+from redqueen.experiments._config_checks import check_config, environment_class
+from redqueen.experiments._settings import (
+    BUILDERS,
+    STANDARD_SETTINGS,
+    builder,
+    constructor_settings,
+)
 from redqueen.experiments.config import ConfigError, ExperimentConfig
 
 
@@ -24,88 +32,8 @@ def replacement_config(cfg: ExperimentConfig) -> Any:
     return cfg.evolution.replacement()
 
 
-def _teacher_reward(cfg: ExperimentConfig) -> Any:
-    from redqueen.fitness import TeacherReward
-
-    reward = cfg.environment.teacher_reward
-    assert reward.extreme is not None  # the config's validator fills it from the variant
-    return TeacherReward(invalid=reward.invalid, extreme=float(reward.extreme))
-
-
-def _student_reward(cfg: ExperimentConfig) -> Any:
-    from redqueen.fitness import StudentReward
-
-    reward = cfg.environment.student_reward
-    return StudentReward(correct=reward.correct, wrong=reward.wrong, unparseable=reward.unparseable)
-
-
-def standard_kwargs(cfg: ExperimentConfig) -> dict[str, Callable[[], Any]]:
-    """Every standard constructor keyword an environment may accept, computed lazily.
-
-    Keys are the names environments use for their keyword-only parameters; values are
-    thunks so that settings an environment does not take are never built.
-    """
-    pop = cfg.population
-    return {
-        "seed": lambda: cfg.seed,
-        "teachers": lambda: pop.teachers,
-        "students": lambda: pop.students,
-        "n_teachers": lambda: pop.teachers,
-        "n_students": lambda: pop.students,
-        "solo": lambda: pop.solo,
-        "rank": lambda: pop.rank,
-        "alpha": lambda: pop.alpha,
-        "init": lambda: pop.init,
-        "init_std": lambda: pop.init_std,
-        "replacement": lambda: replacement_config(cfg),
-        "matchmaker": lambda: cfg.matchmaking.matchmaker(),
-        "tasks_per_teacher": lambda: cfg.environment.tasks_per_teacher,
-        "answers_per_task": lambda: cfg.environment.answers_per_task,
-        "teacher_reward": lambda: _teacher_reward(cfg),
-        "student_reward": lambda: _student_reward(cfg),
-        "objectives": lambda: {
-            "teacher": tuple(cfg.objectives.teacher),
-            "student": tuple(cfg.objectives.student),
-            "solo": tuple(cfg.objectives.solo),
-        },
-        "workers": lambda: cfg.engine.workers,
-        "ray_address": lambda: cfg.engine.ray_address,
-    }
-
-
-def kwargs_for(cls: type, cfg: ExperimentConfig) -> dict[str, Any]:
-    """Keyword arguments for ``cls`` from the standard settings and ``environment.options``.
-
-    Raises:
-        ConfigError: If an option is not a parameter of the environment's constructor.
-    """
-    accepted, var_kw = keyword_names(cls)
-    options = dict(cfg.environment.options)
-    for key in options:
-        if key not in accepted and not var_kw:
-            known = ", ".join(sorted(accepted)) or "none"
-            raise ConfigError(
-                f"environment.options.{key}: not a setting of environment "
-                f"{cfg.environment.name!r} (accepted: {known})"
-            )
-    kwargs = {
-        name: make()
-        for name, make in standard_kwargs(cfg).items()
-        if name in accepted and name not in options
-    }
-    kwargs.update(options)
-    return kwargs
-
-
-def _build_generic(cls: type, cfg: ExperimentConfig) -> Any:
-    kwargs = kwargs_for(cls, cfg)
-    try:
-        return cls(**kwargs)
-    except (TypeError, ValueError, KeyError) as error:
-        message = str(error.args[0]) if error.args else str(error)
-        raise ConfigError(
-            f"environment: cannot build {cfg.environment.name!r}: {message}"
-        ) from error
+def _standard(cfg: ExperimentConfig, *names: str) -> dict[str, Any]:
+    return {name: STANDARD_SETTINGS[name].make(cfg) for name in names}
 
 
 def game_settings(cfg: ExperimentConfig) -> Any:
@@ -167,9 +95,7 @@ def _game_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
         "init_std": pop.init_std,
         "domain": build_domain(cfg),
         "settings": game_settings(cfg),
-        "teacher_reward": _teacher_reward(cfg),
-        "student_reward": _student_reward(cfg),
-        "objectives": standard_kwargs(cfg)["objectives"](),
+        **_standard(cfg, "teacher_reward", "student_reward", "objectives"),
         "learner": LearnerConfig(
             lr=lrn.lr,
             clip=lrn.clip,
@@ -218,6 +144,17 @@ def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[st
         raise ConfigError(f"model.name: {error}") from None
 
 
+_CODE_GAME_READS = (
+    "seed", "model", "environment", "evolution", "learner", "sampling", "engine",
+    "population.rank", "population.alpha", "population.init", "population.init_std",
+)
+
+
+@builder(
+    "coevolution",
+    reads=(*_CODE_GAME_READS, "population.teachers", "population.students", "matchmaking",
+           "objectives.teacher", "objectives.student"),
+)
 def _build_coevolution(cfg: ExperimentConfig) -> Any:
     from redqueen.environments.coevolution import CoevolutionEnv
 
@@ -236,6 +173,7 @@ def _build_coevolution(cfg: ExperimentConfig) -> Any:
     return _construct(CoevolutionEnv, cfg, _with_cluster_host(cfg, kwargs))
 
 
+@builder("selfplay", reads=(*_CODE_GAME_READS, "population.solo", "objectives.solo"))
 def _build_selfplay(cfg: ExperimentConfig) -> Any:
     from redqueen.environments.selfplay import SelfPlayEnv
 
@@ -252,18 +190,62 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
     return _construct(SelfPlayEnv, cfg, _with_cluster_host(cfg, kwargs))
 
 
-#: Builders for environments whose constructors take more than the standard keywords.
+#: What the surrogate and the games read besides ``environment.options``.
+_SURROGATE_READS = (
+    "seed", "population.teachers", "population.students", "population.rank", "population.alpha",
+    "population.init", "population.init_std", "evolution", "matchmaking",
+    "environment.tasks_per_teacher", "environment.answers_per_task", "environment.teacher_reward",
+    "environment.student_reward", "objectives.teacher", "objectives.student",
+)
+_SURROGATE_SETTINGS = (
+    "seed", "teachers", "students", "rank", "alpha", "init", "init_std", "replacement",
+    "matchmaker", "tasks_per_teacher", "answers_per_task", "teacher_reward", "student_reward",
+    "objectives",
+)
+
+
+@builder("surrogate", reads=(*_SURROGATE_READS, "engine.workers", "engine.ray_address"))
+def _build_surrogate(cfg: ExperimentConfig) -> Any:
+    from redqueen.environments.surrogate import SurrogateEnv
+
+    kwargs = _standard(cfg, *_SURROGATE_SETTINGS, "workers", "ray_address")
+    options = _options(cfg, SurrogateEnv, set(kwargs))
+    try:
+        return SurrogateEnv(**{**kwargs, **options})
+    except (TypeError, ValueError, KeyError) as error:
+        message = str(error.args[0]) if error.args else str(error)
+        raise ConfigError(f"environment: cannot build {cfg.environment.name!r}: {message}") from error
+
+
+def _options(cfg: ExperimentConfig, cls: type, standard: set[str]) -> dict[str, Any]:
+    """``environment.options``, each a keyword-only setting of ``cls`` (or a standard one,
+    which it then overrides).
+
+    Raises:
+        ConfigError: Naming an option ``cls`` does not take.
+    """
+    import inspect
+
+    own = {
+        p.name for p in inspect.signature(cls).parameters.values() if p.kind is p.KEYWORD_ONLY
+    }
+    options = dict(cfg.environment.options)
+    for key in options:
+        if key not in own:
+            known = ", ".join(sorted(own))
+            raise ConfigError(
+                f"environment.options.{key}: not a setting of environment "
+                f"{cfg.environment.name!r} (accepted: {known})"
+            )
+    return options
+
+
+@builder("games", reads=_SURROGATE_READS)
 def _build_games(cfg: ExperimentConfig) -> Any:
     from redqueen.experiments._games_build import build_games
 
-    return build_games(cfg, standard_kwargs(cfg))
+    return build_games(cfg, _standard(cfg, *_SURROGATE_SETTINGS))
 
-
-BUILDERS: dict[str, Callable[[ExperimentConfig], Any]] = {
-    "coevolution": _build_coevolution,
-    "games": _build_games,
-    "selfplay": _build_selfplay,
-}
 
 def _check_device(cfg: ExperimentConfig) -> None:
     """``model.device`` names a device this process has (Ray workers check their own)."""
@@ -305,10 +287,15 @@ def build_environment(cfg: ExperimentConfig, *, checked: bool = False) -> Any:
     name = cfg.environment.name
     if not checked:
         check_config(cfg)
-    builder = BUILDERS.get(name)
-    if builder is not None:
-        return builder(cfg)
+    built_in = BUILDERS.get(name)
+    if built_in is not None:
+        return built_in.build(cfg)
     from_config = getattr(cls, "from_config", None)
     if callable(from_config):
         return from_config(cfg)
-    return _build_generic(cls, cfg)
+    kwargs = constructor_settings(cls, cfg)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError, KeyError) as error:
+        message = str(error.args[0]) if error.args else str(error)
+        raise ConfigError(f"environment: cannot build {name!r}: {message}") from error

@@ -92,14 +92,15 @@ def test_students_learn_their_tasks():
 
 
 def test_builds_from_the_surrogate_preset():
-    from redqueen.experiments.build import kwargs_for
+    from redqueen.experiments.build import build_environment
     from redqueen.experiments.config import load_config
 
     cfg = load_config(
         "surrogate",
         overrides=["population.teachers=2", "population.students=2", "matchmaking.hall_of_fame_share=0.4"],
     )
-    env = SurrogateEnv(**kwargs_for(SurrogateEnv, cfg))
+    env = build_environment(cfg)
+    assert isinstance(env, SurrogateEnv)
     assert len(env.population.members("teacher")) == 2 and env.replacement.selection == cfg.evolution.selection
     assert env.replacement == cfg.evolution.replacement() and env.matchmaker.hall_of_fame_share == 0.4
     assert np.isfinite(env.step().metrics["solve_rate"])

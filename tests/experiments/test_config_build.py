@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from redqueen.experiments._settings import constructor_settings
 from redqueen.experiments.build import (
     build_environment,
     game_settings,
-    kwargs_for,
     replacement_config,
 )
 from redqueen.experiments.config import ConfigError, load_config
@@ -49,14 +49,14 @@ def test_plugin_environments_get_the_standard_keywords_they_accept():
             self.args = (teachers, seed, replacement, width)
 
     cfg = load_config("tiny", ["population.teachers=3", "seed=9", "environment.options={width: 5}"])
-    kwargs = kwargs_for(Plugin, cfg)
+    kwargs = constructor_settings(Plugin, cfg)
     assert kwargs["teachers"] == 3 and kwargs["seed"] == 9 and kwargs["width"] == 5
     assert kwargs["replacement"].replace_every == cfg.evolution.replace_every
     bad = load_config("tiny", ["environment.options={depth: 5}"])
     with pytest.raises(
         ConfigError, match="environment.options.depth.*accepted: replacement, seed, teachers, width"
     ):
-        kwargs_for(Plugin, bad)
+        constructor_settings(Plugin, bad)
 
 
 def test_surrogate_preset_builds_with_its_settings_and_options():

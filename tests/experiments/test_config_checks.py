@@ -132,11 +132,18 @@ def test_a_plugin_environment_reads_what_its_constructor_takes_or_what_it_declar
         ENVIRONMENTS.unregister("toy_learner_test")
 
 
-def test_standard_keys_cover_every_standard_keyword():
-    from redqueen.experiments._config_checks import STANDARD_KEYS
-    from redqueen.experiments.build import standard_kwargs
+def test_every_standard_setting_reads_keys_that_exist_and_makes_its_value():
+    from redqueen.experiments._config_checks import _leaves
+    from redqueen.experiments._settings import STANDARD_SETTINGS
+    from redqueen.experiments.config import ExperimentConfig
 
-    assert set(STANDARD_KEYS) == set(standard_kwargs(load_config("surrogate")))
+    keys = [key for key, _ in _leaves(ExperimentConfig())]
+    cfg = load_config("surrogate")
+    for name, setting in STANDARD_SETTINGS.items():
+        assert setting.reads, name
+        for read in setting.reads:
+            assert any(k == read or k.startswith(f"{read}.") for k in keys), (name, read)
+        setting.make(cfg)  # every value can be made from a configuration
 
 
 def test_sweep_and_resume_check_too(tmp_path):
