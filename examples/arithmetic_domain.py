@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from redqueen.environments import DOMAINS, PlayedTask, Rejected, TaskMeasures, difficulty_bin
-from redqueen.verifiers import Executor
+from redqueen.verifiers import ProgramRunner
 
 OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}
@@ -131,7 +131,7 @@ class ArithmeticDomain:
     def signature(self, proposal: str) -> str:
         return hashlib.sha1(proposal.encode()).hexdigest()[:12]
 
-    def validate(self, task_type: str, proposals: Sequence[str], sandbox: Executor) -> list[ArithmeticTask | Rejected]:
+    def validate(self, task_type: str, proposals: Sequence[str], sandbox: ProgramRunner) -> list[ArithmeticTask | Rejected]:
         """Arithmetic only, within the size limits, and defined (no division by zero)."""
         verdicts: list[ArithmeticTask | Rejected] = []
         for text in proposals:
@@ -159,7 +159,7 @@ class ArithmeticDomain:
         answer = text.split("</answer>", 1)[0].strip()
         return str(int(answer)) if _INTEGER.fullmatch(answer) else None
 
-    def check(self, answers: Sequence[tuple[ArithmeticTask, str]], sandbox: Executor) -> list[str]:
+    def check(self, answers: Sequence[tuple[ArithmeticTask, str]], sandbox: ProgramRunner) -> list[str]:
         """The value must be the gold value; a missing operand must give the gold value."""
         statuses = []
         for task, answer in answers:

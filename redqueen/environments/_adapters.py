@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -19,7 +19,9 @@ from redqueen.evo import FrozenMember, Individual
 from redqueen.genomes import LoRAGenome
 
 if TYPE_CHECKING:  # annotations only: the engine loads transformers when imported
-    from redqueen.engine import HostProtocol, LearnerProtocol
+    from redqueen.engine import HostProtocol, LearnerConfig, LearnerProtocol
+    from redqueen.engine.distributed import RayAdapterHost
+    from redqueen.verifiers import Sandbox
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -27,14 +29,14 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 def open_engine(
     *,
     model: str | Path | None,
-    host: Any,
+    host: HostProtocol | None,
     backend: str,
     device: str,
     dtype: str | None,
     target_modules: Sequence[str] | None,
-    learner: Any,
+    learner: LearnerConfig | None,
     executor: Mapping[str, Any] | None,
-) -> tuple[Any, Any, Any]:
+) -> tuple[HostProtocol, LearnerProtocol, Sandbox]:
     """The adapter host (loaded unless given), its learner and a sandbox executor.
 
     Raises:
@@ -66,8 +68,9 @@ def open_engine(
         raise ValueError(f"the host must hold no adapters, it holds {host.adapter_ids}")
     config = learner if learner is not None else LearnerConfig()
     if hasattr(host, "make_learner"):  # a cluster host: learner steps and sandbox on its workers
-        return host, host.make_learner(config), host.make_executor(executor)
-    trainer = Learner(host, config)
+        cluster = cast("RayAdapterHost", host)
+        return cluster, cluster.make_learner(config), cluster.make_executor(executor)
+    trainer = Learner(cast(AdapterHost, host), config)
     return host, trainer, Executor(**dict(executor or {}))
 
 

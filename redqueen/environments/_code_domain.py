@@ -41,7 +41,7 @@ from redqueen.verifiers.formats import (
 
 if TYPE_CHECKING:
     from redqueen.environments._codegame import PlayedTask
-    from redqueen.verifiers import Executor
+    from redqueen.verifiers import ProgramRunner
 
 __all__ = ["CodeDomain", "CodeSettings"]
 
@@ -101,7 +101,7 @@ class CodeDomain:
         return task_signature(proposal.program)
 
     def validate(
-        self, task_type: str, proposals: Sequence[Proposal], sandbox: Executor
+        self, task_type: str, proposals: Sequence[Proposal], sandbox: ProgramRunner
     ) -> list[CodeTask | Rejected]:
         """Static checks, then two sandboxed runs per input; the outputs are the gold answers."""
         limits = self.settings
@@ -134,7 +134,7 @@ class CodeDomain:
         """An output literal (code_o), an argument list (code_i) or a program (code_f)."""
         return parse_solution(task_type, text)
 
-    def check(self, answers: Sequence[tuple[CodeTask, str]], sandbox: Executor) -> list[str]:
+    def check(self, answers: Sequence[tuple[CodeTask, str]], sandbox: ProgramRunner) -> list[str]:
         """Judge the answers with every sandbox run in one parallel batch."""
         return [str(getattr(s, "value", s)).lower() for s in check_answers(list(answers), sandbox)]
 

@@ -12,15 +12,25 @@ answer: each goes back to the domain that made it.
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from redqueen.engine import Generation, Rollout, SamplingParams, whiten_pooled
+from redqueen.engine import (
+    Generation,
+    HostProtocol,
+    LearnerProtocol,
+    Rollout,
+    SamplingParams,
+    StepStats,
+    whiten_pooled,
+)
 from redqueen.environments._domain import ANSWER_STATUSES, Rejected, TaskDomain
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_for
 from redqueen.fitness import StudentReward, TeacherReward
+from redqueen.verifiers import ProgramRunner
 
 #: Reason recorded for a proposal the domain cannot parse.
 UNPARSEABLE = "unparseable"
@@ -130,14 +140,14 @@ def task_types_for(settings: GameSettings, step: int) -> list[str]:
 
 
 def propose(
-    host: Any,
+    host: HostProtocol,
     pairs: Sequence[tuple[str, str]],
     buffer: TaskBuffer | TaskBuffers,
     settings: GameSettings,
     *,
     domain: TaskDomain[Any, Any, Any],
     step: int,
-    py_rng: Any,
+    py_rng: random.Random,
     seed: int,
 ) -> list[PlayedTask]:
     """Every proposer writes its batch of tasks, all in one mixed-adapter ``generate`` call."""
@@ -162,7 +172,7 @@ def propose(
 def verify(
     played: Sequence[PlayedTask],
     domain: TaskDomain[Any, Any, Any],
-    executor: Any,
+    executor: ProgramRunner,
     buffer: TaskBuffer | TaskBuffers,
 ) -> None:
     """Parse each proposal and let the domain validate it (one batch per task type); valid
@@ -201,7 +211,7 @@ def verify(
 
 
 def solve(
-    host: Any,
+    host: HostProtocol,
     played: Sequence[PlayedTask],
     settings: GameSettings,
     *,
@@ -238,7 +248,7 @@ def solve(
 
 def judge(
     domain: TaskDomain[Any, Any, Any],
-    executor: Any,
+    executor: ProgramRunner,
     answered: Sequence[tuple[PlayedTask, Generation]],
 ) -> list[str]:
     """Statuses of answers to valid tasks: unparseable ones without asking, the rest checked by
@@ -263,7 +273,7 @@ def judge(
 def grade(
     played: Sequence[PlayedTask],
     domain: TaskDomain[Any, Any, Any],
-    executor: Any,
+    executor: ProgramRunner,
     teacher_reward: TeacherReward,
     student_reward: StudentReward,
 ) -> None:
@@ -285,7 +295,7 @@ def grade(
         item.teacher_reward = teacher_reward(True, item.solve_rate)
 
 
-def grade_base(domain: TaskDomain[Any, Any, Any], executor: Any, played: Sequence[PlayedTask]) -> int:
+def grade_base(domain: TaskDomain[Any, Any, Any], executor: ProgramRunner, played: Sequence[PlayedTask]) -> int:
     """Judge the frozen base model's answers (sampled beside the students', see :func:`solve`)
     in one batch; sets each valid task's ``base_solve_rate``.
 
@@ -303,14 +313,14 @@ def grade_base(domain: TaskDomain[Any, Any, Any], executor: Any, played: Sequenc
 
 
 def learn(
-    learner: Any,
+    learner: LearnerProtocol,
     played: Sequence[PlayedTask],
     *,
     proposer_role: str,
     solver_role: str,
     frozen: Collection[str] = (),
     pool_across_adapters: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, StepStats]:
     """One REINFORCE++ update per adapter on its own rollouts (``frozen`` adapters, the
     hall-of-fame opponents, are not updated).
 

@@ -31,7 +31,7 @@ from redqueen._registry import Registry
 
 if TYPE_CHECKING:
     from redqueen.environments._codegame import PlayedTask
-    from redqueen.verifiers import Executor
+    from redqueen.verifiers import ProgramRunner
 
 __all__ = [
     "ANSWER_STATUSES",
@@ -140,7 +140,7 @@ class TaskDomain(Protocol[ProposalT, TaskT, ExampleT]):
         ...
 
     def validate(
-        self, task_type: str, proposals: Sequence[ProposalT], sandbox: Executor
+        self, task_type: str, proposals: Sequence[ProposalT], sandbox: ProgramRunner
     ) -> list[TaskT | Rejected]:
         """Each proposal as a valid task with its gold answer, or why it is not one."""
         ...
@@ -157,7 +157,7 @@ class TaskDomain(Protocol[ProposalT, TaskT, ExampleT]):
         """A solver's generated text as an answer, or ``None`` (judged ``"unparseable"``)."""
         ...
 
-    def check(self, answers: Sequence[tuple[TaskT, str]], sandbox: Executor) -> list[str]:
+    def check(self, answers: Sequence[tuple[TaskT, str]], sandbox: ProgramRunner) -> list[str]:
         """Judge a batch of parsed answers: one of :data:`ANSWER_STATUSES` each, in order."""
         ...
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from redqueen.engine import HostProtocol, LearnerProtocol
+from redqueen.engine import HostProtocol, LearnerConfig, LearnerProtocol, StepStats
 from redqueen.environments._accounting import learning_metrics, member_accounting
 from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._codegame import (
@@ -46,6 +46,7 @@ from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_si
 from redqueen.evo import League, ReplacementConfig
 from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
 from redqueen.genomes import LoRAGenome
+from redqueen.verifiers import Sandbox
 
 
 class GameEnv(LeagueView, Environment):
@@ -67,7 +68,7 @@ class GameEnv(LeagueView, Environment):
     host: HostProtocol
     learner: LearnerProtocol
     #: The sandbox executor (local, or a cluster host's); ``None`` once closed.
-    executor: Any
+    executor: Sandbox | None
     #: One task buffer shared by the proposers, or one per proposer.
     buffer: TaskBuffer | TaskBuffers
     settings: GameSettings
@@ -104,7 +105,7 @@ class GameEnv(LeagueView, Environment):
         replacement: ReplacementConfig | None,
         matchmaker: PFSPMatchmaker | None,
         model: str | Path | None,
-        host: Any,
+        host: HostProtocol | None,
         backend: str,
         device: str,
         dtype: str | None,
@@ -117,7 +118,7 @@ class GameEnv(LeagueView, Environment):
         settings: GameSettings | None,
         teacher_reward: TeacherReward | None,
         student_reward: StudentReward | None,
-        learner: Any,
+        learner: LearnerConfig | None,
         executor: Mapping[str, Any] | None,
         seed: int,
     ) -> None:
@@ -202,7 +203,7 @@ class GameEnv(LeagueView, Environment):
         proposer_role: str,
         solver_role: str,
         frozen: Collection[str] = (),
-    ) -> tuple[list[PlayedTask], dict[str, Any]]:
+    ) -> tuple[list[PlayedTask], dict[str, StepStats]]:
         """Propose, verify, solve, grade and learn for ``(proposer, solver)`` pairs; the
         ``frozen`` adapters (hall-of-fame members) play but do not learn."""
         propose_seed, solve_seed = (int(x) for x in self.np_rng.integers(0, 2**31 - 1, size=2))
@@ -226,12 +227,12 @@ class GameEnv(LeagueView, Environment):
             seed=propose_seed,
         )
         lap("propose")
-        verify(played, self.domain, self.executor, self.buffer)
+        verify(played, self.domain, self._sandbox(), self.buffer)
         lap("verify")
         solve(self.host, played, self.settings, domain=self.domain, seed=solve_seed)
         lap("solve")
-        grade(played, self.domain, self.executor, self.teacher_reward, self.student_reward)
-        self.probe_tokens = grade_base(self.domain, self.executor, played)
+        grade(played, self.domain, self._sandbox(), self.teacher_reward, self.student_reward)
+        self.probe_tokens = grade_base(self.domain, self._sandbox(), played)
         lap("grade")
         stats = learn(
             self.learner,
@@ -250,7 +251,7 @@ class GameEnv(LeagueView, Environment):
         step: int,
         start: float,
         played: Sequence[PlayedTask],
-        learner_stats: dict[str, Any],
+        learner_stats: dict[str, StepStats],
         roles: Sequence[str],
         *,
         births: Sequence[str] = (),
@@ -359,7 +360,9 @@ class GameEnv(LeagueView, Environment):
         if "domain" in state:
             load_domain_state(self.domain, state["domain"])
 
-    def play_matches(self, pairs: Sequence[tuple[Any, Any]], *, seed: int) -> list[float]:
+    def play_matches(
+        self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int
+    ) -> list[float]:
         """Play ``(proposer genome, solver genome)`` matches outside the run: the proposer
         writes its batch of tasks from a fresh task buffer, the solver answers; nothing learns
         and no state of the run changes. Returns each solver's score in [0, 1] as the ratings
@@ -382,9 +385,9 @@ class GameEnv(LeagueView, Environment):
                 py_rng=random.Random(seed),
                 seed=seed,
             )
-            verify(played, self.domain, self.executor, buffer)
+            verify(played, self.domain, self._sandbox(), buffer)
             solve(self.host, played, self.settings, domain=self.domain, seed=seed + 1)
-            grade(played, self.domain, self.executor, self.teacher_reward, self.student_reward)
+            grade(played, self.domain, self._sandbox(), self.teacher_reward, self.student_reward)
         finally:
             for proposer, solver in keys:
                 self.host.remove_adapter(proposer)
@@ -394,6 +397,16 @@ class GameEnv(LeagueView, Environment):
             for t, s, rates in match_outcomes(played, keys)
         }
         return [scores.get(key, 1.0) for key in keys]
+
+    def _sandbox(self) -> Sandbox:
+        """The sandbox, while the environment is open.
+
+        Raises:
+            RuntimeError: If :meth:`close` was called.
+        """
+        if self.executor is None:
+            raise RuntimeError(f"{type(self).__name__} is closed")
+        return self.executor
 
     def close(self) -> None:
         """Shut the sandbox executor down (safe to call twice)."""

@@ -130,18 +130,32 @@ def _construct(cls: type, cfg: ExperimentConfig, kwargs: dict[str, Any]) -> Any:
 
 
 def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """With ``engine.workers > 0``, the model is loaded on Ray workers instead (see
-    :func:`redqueen.engine.distributed.cluster_host`)."""
+    """With ``engine.workers > 0``, the model is loaded on Ray workers instead: a
+    :class:`redqueen.engine.distributed.RayAdapterHost` from the ``model`` and ``engine`` sections."""
     if cfg.engine.workers < 1:
         return kwargs
-    from redqueen.engine.distributed import ClusterError, cluster_host
+    from redqueen.engine.distributed import ClusterError, RayAdapterHost
 
+    model, engine = cfg.model, cfg.engine
     try:
-        return {**kwargs, "host": cluster_host(cfg)}
+        host = RayAdapterHost(
+            model.name,
+            workers=engine.workers,
+            device=model.device,
+            dtype=model.dtype,
+            target_modules=None if model.target_modules is None else tuple(model.target_modules),
+            backend=model.backend,
+            address=engine.ray_address,
+            cpus_per_worker=engine.cpus_per_worker,
+            gpus_per_worker=engine.gpus_per_worker,
+            placement=engine.placement,
+            cpu_threads=model.cpu_threads,
+        )
     except ClusterError as error:
         raise ConfigError(f"engine: {error}") from None
     except (OSError, ValueError) as error:
         raise ConfigError(f"model.name: {error}") from None
+    return {**kwargs, "host": host}
 
 
 _CODE_GAME_READS = (

@@ -56,7 +56,7 @@ from ._tasks import (
     check_answers,
     make_task,
 )
-from ._validate import ProgramRunner, validate_program, validate_programs
+from ._validate import ProgramRunner, Sandbox, validate_program, validate_programs
 
 __all__ = [
     "BANNED_CALLS",
@@ -88,5 +88,6 @@ __all__ = [
     "validate_program",
     "validate_programs",
     "ProgramRunner",
+    "Sandbox",
     "values_equal",
 ]

@@ -11,7 +11,8 @@ from ._literals import LiteralParseError, parse_args, parse_literal, values_equa
 from ._static import RejectReason, check_source
 
 if TYPE_CHECKING:
-    from ._executor import ExecResult, Executor
+    from ._executor import ExecResult
+    from ._validate import ProgramRunner
 
 __all__ = [
     "TASK_TYPES",
@@ -153,13 +154,13 @@ def make_task(
     return CodeTask(task_type, program, tuple(inputs), tuple(outputs), n_visible)
 
 
-def check_answer(task: CodeTask, answer: str | None, executor: Executor) -> AnswerStatus:
+def check_answer(task: CodeTask, answer: str | None, executor: ProgramRunner) -> AnswerStatus:
     """Judge one student answer (see :func:`check_answers`)."""
     return check_answers([(task, answer)], executor)[0]
 
 
 def check_answers(
-    items: Sequence[tuple[CodeTask, str | None]], executor: Executor
+    items: Sequence[tuple[CodeTask, str | None]], executor: ProgramRunner
 ) -> list[AnswerStatus]:
     """Judge many ``(task, answer)`` pairs, with all sandbox runs in one parallel batch.
 

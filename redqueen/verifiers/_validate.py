@@ -37,6 +37,15 @@ class ProgramRunner(Protocol):
         ...
 
 
+class Sandbox(ProgramRunner, Protocol):
+    """A sandbox an environment owns: it runs programs and is shut down with the environment
+    (:class:`~redqueen.verifiers.Executor`, or the Ray workers' pool)."""
+
+    def close(self) -> None:
+        """Stop the sandbox's processes (safe to call twice)."""
+        ...
+
+
 def validate_program(
     program: str,
     inputs: Sequence[str],

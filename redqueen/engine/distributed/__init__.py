@@ -12,7 +12,6 @@
   cluster's CPUs.
 - :class:`ActorMap`: a stateless map over actors holding a replica (the surrogate
   environment's frozen model); a lost actor costs a retry.
-- :func:`cluster_host`: the host a run configuration's ``engine`` section asks for.
 - :func:`connect`, :class:`ClusterError`, :class:`WorkerLostError`.
 
 Ray is an optional dependency (``pip install 'redqueen[ray]'``); nothing here imports it until
@@ -22,7 +21,6 @@ from its own seeded stream (see :func:`redqueen.engine.backends._hf.row_seeds`).
 
 from __future__ import annotations
 
-from redqueen.engine.distributed._build import cluster_host
 from redqueen.engine.distributed._cluster import ClusterError, WorkerLostError, connect
 from redqueen.engine.distributed._executor import RayExecutorPool
 from redqueen.engine.distributed._host import RayAdapterHost
@@ -40,6 +38,5 @@ __all__ = [
     "RayLearner",
     "WorkerHost",
     "WorkerLostError",
-    "cluster_host",
     "connect",
 ]
