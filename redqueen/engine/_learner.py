@@ -107,6 +107,10 @@ class LearnerStats:
     tokens_trained: int = 0
     updates: int = 0
 
+    def result(self) -> LearnerStats:
+        """These statistics (a local step is done when it returns; see ``StepStats``)."""
+        return self
+
 
 class Learner:
     """REINFORCE++ with a PPO-clipped ratio, one adapter at a time, on the host's adapters.

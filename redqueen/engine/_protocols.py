@@ -10,11 +10,14 @@ engine, a different policy-gradient rule) is a class with these methods, no subc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from redqueen.engine._rollout import Rollout
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.genomes import LoRAGenome
+
+if TYPE_CHECKING:
+    from redqueen.engine._learner import LearnerStats
 
 __all__ = ["HostProtocol", "LearnerProtocol", "StepStats"]
 
@@ -95,56 +98,13 @@ class HostProtocol(Protocol):
 
 @runtime_checkable
 class StepStats(Protocol):
-    """What one learner step reports (the fields of :class:`~redqueen.engine.LearnerStats`)."""
+    """One learner step's outcome: :class:`~redqueen.engine.LearnerStats` itself, or a step
+    still in flight on a worker (:class:`~redqueen.engine.distributed.PendingStats`), whose
+    :meth:`result` waits for it. The fields are :class:`~redqueen.engine.LearnerStats`'s,
+    written once there."""
 
-    @property
-    def loss(self) -> float:
-        """Surrogate loss of the last update (``nan`` or ``inf`` if skipped for that reason)."""
-        ...
-
-    @property
-    def skipped(self) -> bool:
-        """Whether the update was not applied."""
-        ...
-
-    @property
-    def grad_norm(self) -> float:
-        """Gradient norm before clipping."""
-        ...
-
-    @property
-    def n_tokens(self) -> int:
-        """Completion tokens in the batch."""
-        ...
-
-    @property
-    def clip_fraction(self) -> float:
-        """Share of tokens whose ratio was clipped."""
-        ...
-
-    @property
-    def approx_kl(self) -> float:
-        """Mean ``old - new`` log-probability (policy drift)."""
-        ...
-
-    @property
-    def kl_from_base(self) -> float:
-        """Per-token KL divergence of the sampling policy from the base model."""
-        ...
-
-    @property
-    def weight_change(self) -> float:
-        """``||dW|| / ||W||`` of the adapter's update against the base weights."""
-        ...
-
-    @property
-    def tokens_trained(self) -> int:
-        """Completion tokens run through forward and backward passes."""
-        ...
-
-    @property
-    def updates(self) -> int:
-        """Optimizer steps applied."""
+    def result(self) -> LearnerStats:
+        """The step's statistics (waits for a step in flight)."""
         ...
 
 

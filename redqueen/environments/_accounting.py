@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from redqueen.environments._codegame import PlayedTask
+
+if TYPE_CHECKING:
+    from redqueen.engine import LearnerStats
 
 __all__ = ["LEARNING_KEYS", "learning_metrics", "member_accounting"]
 
@@ -35,7 +38,7 @@ def tokens_generated(played: Sequence[PlayedTask]) -> dict[str, int]:
 
 def member_accounting(
     played: Sequence[PlayedTask],
-    learner_stats: Mapping[str, Any],
+    learner_stats: Mapping[str, LearnerStats],
     members: Sequence[str] = (),
 ) -> dict[str, dict[str, float | None]]:
     """Per adapter (every one that played or learned, and every id in ``members``):
@@ -47,7 +50,7 @@ def member_accounting(
         stats = learner_stats.get(adapter)
         row: dict[str, float | None] = {
             "tokens_generated": float(generated.get(adapter, 0)),
-            "tokens_trained": float(getattr(stats, "tokens_trained", 0) if stats else 0),
+            "tokens_trained": float(stats.tokens_trained if stats is not None else 0),
         }
         for key in LEARNING_KEYS:
             row[key] = None if stats is None else float(getattr(stats, key))
@@ -56,7 +59,7 @@ def member_accounting(
 
 
 def learning_metrics(
-    played: Sequence[PlayedTask], learner_stats: Mapping[str, Any]
+    played: Sequence[PlayedTask], learner_stats: Mapping[str, LearnerStats]
 ) -> dict[str, float]:
     """Step totals and means for ``metrics.jsonl``.
 

@@ -267,10 +267,9 @@ class GameEnv(LeagueView, Environment):
         metrics.update(self.league.hypervolumes(roles))
         metrics["coverage"] = float(len(self.signatures))
         metrics["buffer_size"] = buffer_size(self.buffer)
-        metrics["learner_skipped"] = float(
-            sum(bool(getattr(s, "skipped", False)) for s in learner_stats.values())
-        )
-        metrics.update(learning_metrics(played, learner_stats))
+        settled = {adapter: s.result() for adapter, s in learner_stats.items()}
+        metrics["learner_skipped"] = float(sum(s.skipped for s in settled.values()))
+        metrics.update(learning_metrics(played, settled))
         metrics.update(self._task_space_metrics(played))
         self.step_count += 1
         metrics["seconds"] = time.perf_counter() - start
@@ -279,7 +278,7 @@ class GameEnv(LeagueView, Environment):
         # the rest: matchmaking, ratings, replacement, snapshots and this bookkeeping
         metrics["seconds_other"] = metrics["seconds"] - sum(self.phase_seconds.values())
         rows = self.league.rating_rows(step)
-        accounts = member_accounting(played, learner_stats, [row["id"] for row in rows])
+        accounts = member_accounting(played, settled, [row["id"] for row in rows])
         ratings = [{**row, **accounts[row["id"]]} for row in rows]
         return StepRecord(
             step=step,

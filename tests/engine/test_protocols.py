@@ -51,18 +51,16 @@ def test_protocols_refuse_what_lacks_their_methods():
     assert not isinstance(object(), GenerationBackend)
 
 
-def test_step_stats_protocol_and_pending_stats_name_every_learner_field():
-    """``LearnerStats`` is written out again in the ``StepStats`` protocol and in the Ray
-    learner's ``PendingStats``; a field added to one must be added to all three."""
-    import dataclasses
-
+def test_learner_statistics_are_written_once():
+    """The fields live in ``LearnerStats`` alone: the ``StepStats`` protocol and the Ray
+    learner's ``PendingStats`` only hand it over through ``result()``."""
     from redqueen.engine import LearnerStats
     from redqueen.engine.distributed._learner import PendingStats
-
-    fields = {f.name for f in dataclasses.fields(LearnerStats)}
 
     def properties(cls: type) -> set[str]:
         return {name for name, value in vars(cls).items() if isinstance(value, property)}
 
-    assert properties(StepStats) == fields
-    assert properties(PendingStats) == fields
+    assert properties(StepStats) == properties(PendingStats) == set()
+    assert callable(StepStats.result) and callable(PendingStats.result)
+    stats = LearnerStats(loss=0.5, skipped=False, grad_norm=1.0, n_tokens=3)
+    assert isinstance(stats, StepStats) and stats.result() is stats

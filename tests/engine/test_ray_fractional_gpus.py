@@ -62,7 +62,7 @@ def test_two_workers_share_one_gpu_and_match_one_process(tiny_model_dir):
                 for x, a in ((g, 1.0), (h, -1.0))
             ]
             expected = learner.step(adapter_id, batch)
-            assert cluster.step(adapter_id, batch).loss == pytest.approx(
+            assert cluster.step(adapter_id, batch).result().loss == pytest.approx(
                 expected.loss, rel=1e-4, abs=1e-6
             )
         for adapter_id in ("a0", "a1"):

@@ -101,9 +101,10 @@ def test_learner_steps_run_on_the_owning_worker_and_match(hosts):
         expected = learner.step(adapter_id, batch)
         pending = cluster.step(adapter_id, batch)
         assert isinstance(pending, StepStats)
-        assert pending.n_tokens == expected.n_tokens and pending.updates == expected.updates
-        assert pending.loss == pytest.approx(expected.loss, rel=1e-4, abs=1e-6)
-        assert pending.skipped is expected.skipped is False
+        got = pending.result()
+        assert got.n_tokens == expected.n_tokens and got.updates == expected.updates
+        assert got.loss == pytest.approx(expected.loss, rel=1e-4, abs=1e-6)
+        assert got.skipped is expected.skipped is False
     for adapter_id in ("a0", "a1"):
         mine, theirs = local.genome(adapter_id), remote.genome(adapter_id)
         moved = 0.0

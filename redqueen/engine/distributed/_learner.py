@@ -119,7 +119,7 @@ class RayLearner:
 
 
 class PendingStats:
-    """A learner step in flight; reading any field waits for it (see :class:`LearnerStats`).
+    """A learner step in flight; :meth:`result` waits for its :class:`LearnerStats`.
 
     Args:
         host: The host that tracks in-flight calls.
@@ -136,56 +136,6 @@ class PendingStats:
         if self._value is None:
             self._value = self._host.gather([self._ref], "learner step", [self._worker])[0]
         return self._value
-
-    @property
-    def loss(self) -> float:
-        """Surrogate loss of the last update."""
-        return self.result().loss
-
-    @property
-    def skipped(self) -> bool:
-        """Whether the update was not applied."""
-        return self.result().skipped
-
-    @property
-    def grad_norm(self) -> float:
-        """Gradient norm before clipping."""
-        return self.result().grad_norm
-
-    @property
-    def n_tokens(self) -> int:
-        """Completion tokens in the batch."""
-        return self.result().n_tokens
-
-    @property
-    def clip_fraction(self) -> float:
-        """Share of tokens whose ratio was clipped."""
-        return self.result().clip_fraction
-
-    @property
-    def approx_kl(self) -> float:
-        """Mean ``old - new`` log-probability."""
-        return self.result().approx_kl
-
-    @property
-    def kl_from_base(self) -> float:
-        """Per-token KL divergence of the sampling policy from the base model."""
-        return self.result().kl_from_base
-
-    @property
-    def weight_change(self) -> float:
-        """``||dW|| / ||W||`` of the adapter's update."""
-        return self.result().weight_change
-
-    @property
-    def tokens_trained(self) -> int:
-        """Completion tokens run through forward and backward passes."""
-        return self.result().tokens_trained
-
-    @property
-    def updates(self) -> int:
-        """Optimizer steps applied."""
-        return self.result().updates
 
     def __repr__(self) -> str:
         return f"PendingStats({self.result()!r})" if self._value is not None else "PendingStats(...)"
