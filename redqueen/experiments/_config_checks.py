@@ -15,6 +15,7 @@ constructor read). Each failure is one line naming the key::
 from __future__ import annotations
 
 import importlib
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -99,6 +100,16 @@ def check_config(cfg: ExperimentConfig) -> None:
     ]
     check_evolution(cfg, roles)
     check_objective_names(cfg, roles, getattr(cls, "objective_names", None))
+    _CHECKED[id(cfg)] = cfg
+
+
+#: Configurations that passed :func:`check_config`, by identity (frozen, so they stay passed).
+_CHECKED: weakref.WeakValueDictionary[int, ExperimentConfig] = weakref.WeakValueDictionary()
+
+
+def was_checked(cfg: ExperimentConfig) -> bool:
+    """Whether this very configuration object has passed :func:`check_config`."""
+    return _CHECKED.get(id(cfg)) is cfg
 
 
 def _leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -277,4 +288,5 @@ __all__ = [
     "check_objective_names",
     "check_operator_params",
     "set_keys",
+    "was_checked",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from redqueen._registry import UnknownNameError
-from redqueen.experiments._config_checks import check_config, environment_class
+from redqueen.experiments._config_checks import check_config, environment_class, was_checked
 from redqueen.experiments._settings import (
     BUILDERS,
     STANDARD_SETTINGS,
@@ -275,13 +275,11 @@ def _check_device(cfg: ExperimentConfig) -> None:
         )
 
 
-def build_environment(cfg: ExperimentConfig, *, checked: bool = False) -> Any:
+def build_environment(cfg: ExperimentConfig) -> Any:
     """Construct the environment a configuration describes.
 
     Args:
         cfg: A validated configuration (see :func:`redqueen.experiments.config.load_config`).
-        checked: The caller has already run :func:`redqueen.experiments.check_config` on
-            ``cfg`` (it is not run twice).
 
     ``model.cpu_threads`` is applied here (process-wide) for CPU runs.
 
@@ -299,7 +297,7 @@ def build_environment(cfg: ExperimentConfig, *, checked: bool = False) -> Any:
         torch.set_num_threads(cfg.model.cpu_threads)
     cls = environment_class(cfg)
     name = cfg.environment.name
-    if not checked:
+    if not was_checked(cfg):  # start_run checks before making the run directory: not twice
         check_config(cfg)
     built_in = BUILDERS.get(name)
     if built_in is not None:

@@ -393,7 +393,7 @@ def start_run(
             run_dir.write_plugins(plugins)
         run_dir.open_logs()
         run_dir.close_logs()
-        env = build_environment(config, checked=True)  # checked above
+        env = build_environment(config)  # not checked again
         if target.exists():
             target.rmdir()
         os.replace(staging, target)
