@@ -103,6 +103,7 @@ def reference(tiny_model_dir, tmp_path_factory):
     return read_logs(out)
 
 
+@pytest.mark.slow
 def test_two_workers_match_one_process_and_survive_a_lost_worker(
     reference, tiny_model_dir, tmp_path
 ):

@@ -25,6 +25,7 @@ def test_fraction_above_one_is_refused_before_any_cluster_starts():
         RayAdapterHost(workers=2, gpus_per_worker=1.5)
 
 
+@pytest.mark.slow
 def test_two_workers_share_one_gpu_and_match_one_process(tiny_model_dir):
     # Logical GPUs, as the other Ray tests start them: the two half-GPU bundles still share one.
     ray = connect(num_cpus=2, num_gpus=2)

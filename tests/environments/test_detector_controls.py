@@ -59,6 +59,7 @@ def test_cycling_stays_quiet_where_spread_is_far_below_the_noise():
     assert not fires("cycling", quiet), quiet
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("detector", sorted(CONTROLS))
 def test_detector_fires_on_its_pathology_and_not_without_it(detector):
     (on_preset, on), (off_preset, off) = CONTROLS[detector]

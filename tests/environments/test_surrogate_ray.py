@@ -39,6 +39,7 @@ def run(out, workers, callbacks=()):
     return logs, restarts
 
 
+@pytest.mark.slow
 def test_two_actors_match_one_process_even_when_one_is_killed(tmp_path):
     import ray
 

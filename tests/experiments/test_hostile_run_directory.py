@@ -288,6 +288,7 @@ def test_a_failing_clean_up_still_removes_the_staging_folder(tmp_path, monkeypat
     assert (out / "someone-elses").read_text() == "x"
 
 
+@pytest.mark.slow
 def test_sigterm_during_start_up_leaves_no_staging_folder(tmp_path):
     script = textwrap.dedent(
         f"""
@@ -400,6 +401,7 @@ def test_a_recursive_alias_is_refused(tmp_path):
 # ------------------------------------------------------------------ G11: a plug-in that ends the process
 @pytest.mark.parametrize("code", ["import os\nos._exit(0)\n", "import os\nos._exit(3)\n",
                                   "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n"])
+@pytest.mark.slow
 def test_a_plugin_that_ends_the_process_at_import_is_reported(tmp_path, code):
     plugin = tmp_path / "hard_exit.py"
     plugin.write_text(code)

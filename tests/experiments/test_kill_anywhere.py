@@ -75,6 +75,7 @@ def _check_resumed_matches_checkpoint(out, reference) -> int:
     return step
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_sigkill_at_random_moments_never_leaves_logs_that_disagree_with_the_checkpoint(tmp_path):
     warm_up = start_run(

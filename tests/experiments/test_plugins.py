@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CLI = [sys.executable, "-c", "from redqueen.experiments.cli import main; main()"]
 
 PLUGIN = '''
@@ -37,6 +39,7 @@ def _run(args: list[str], site: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_list_shows_plugins_from_an_entry_point_and_from_the_flag(tmp_path):
     site = tmp_path / "site"
     _install(site, "installed_plug", PLUGIN.format(name="from_entry_point"))
@@ -50,6 +53,7 @@ def test_list_shows_plugins_from_an_entry_point_and_from_the_flag(tmp_path):
     assert plain.returncode == 0 and "from_entry_point" not in plain.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_installed_plugin_is_one_line_and_exit_2(tmp_path):
     site = tmp_path / "site"
     _install(site, "broken_plug", "raise RuntimeError('boom at import')\n")
@@ -59,6 +63,7 @@ def test_a_broken_installed_plugin_is_one_line_and_exit_2(tmp_path):
     assert len(lines) == 1 and "broken_plug" in lines[0] and "boom at import" in lines[0]
 
 
+@pytest.mark.slow
 def test_plot_names_a_missing_plugin_file(tmp_path):
     result = _run(["plot", str(tmp_path), "--plugin", str(tmp_path / "absent.py")], tmp_path)
     assert result.returncode == 2

@@ -172,6 +172,7 @@ def gated(genome, *, rng):
 """
 
 
+@pytest.mark.slow
 def test_a_resume_alongside_a_running_run_is_refused_and_the_run_writes_each_step_once(tmp_path):
     out, gate, plugin = tmp_path / "run", tmp_path / "gate", tmp_path / "gated.py"
     plugin.write_text(GATED_OPERATOR.format(gate=str(gate)))

@@ -91,6 +91,7 @@ def test_run_directory_is_complete_and_valid(reference):
     assert json.loads(run.plugins_path.read_text()) == ["redqueen.environments.surrogate"]
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
     out = tmp_path / "killed"
     code = "from redqueen.experiments.cli import main; main()"

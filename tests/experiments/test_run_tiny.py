@@ -104,6 +104,7 @@ def test_tiny_run_directory_is_complete_and_adapters_load_with_peft(reference):
     assert {"learning", "task_measures", "coverage", "solve_oscillation"} <= pngs
 
 
+@pytest.mark.slow
 def test_tiny_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
     out = tmp_path / "killed"
     code = "from redqueen.experiments.cli import main; main()"

@@ -25,6 +25,7 @@ def trained(small_splits, tmp_path_factory):
     return out, summary
 
 
+@pytest.mark.slow
 def test_short_cpu_run_writes_a_loadable_float32_model(trained) -> None:
     out, summary = trained
     model = AutoModelForCausalLM.from_pretrained(out)
@@ -95,6 +96,7 @@ def test_unreadable_corpus_is_one_line_and_status_2(tmp_path, capsys) -> None:
     assert len(err) == 1 and "train.jsonl" in err[0]
 
 
+@pytest.mark.slow
 def test_a_run_split_in_chunks_resumes_exactly(small_splits, tmp_path, capsys) -> None:
     _, corpus = small_splits
     common = ["--corpus", str(corpus), *SHORT, "--eval-n", "1", "--samples", "1"]
