@@ -53,7 +53,7 @@ def sync():
         torch.cuda.synchronize()
 
 from redqueen.engine import AdapterHost, SamplingParams  # noqa: E402
-from redqueen.environments._codegame import GameSettings  # noqa: E402
+from redqueen.environments._round import GameSettings  # noqa: E402
 from redqueen.environments.coevolution import CoevolutionEnv  # noqa: E402
 from redqueen.evo import ReplacementConfig  # noqa: E402
 from redqueen.genomes import LoRAGenome  # noqa: E402

@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 from redqueen.environments._code_domain import CodeDomain, CodeSettings
-from redqueen.environments._codegame import GameSettings, PlayedTask
 from redqueen.environments._domain import (
     ANSWER_STATUSES,
     DOMAINS,
@@ -37,6 +36,7 @@ from redqueen.environments._domain import (
     save_domain_state,
     summary_column,
 )
+from redqueen.environments._round import GameSettings, PlayedTask
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.coevolution import CoevolutionEnv
 from redqueen.environments.games import GAMES, GamesEnv

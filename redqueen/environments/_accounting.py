@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from redqueen.environments._codegame import PlayedTask
+from redqueen.environments._round import PlayedTask
 
 if TYPE_CHECKING:
     from redqueen.engine import LearnerStats

@@ -40,7 +40,7 @@ from redqueen.verifiers.formats import (
 )
 
 if TYPE_CHECKING:
-    from redqueen.environments._codegame import PlayedTask
+    from redqueen.environments._round import PlayedTask
     from redqueen.verifiers import ProgramRunner
 
 __all__ = ["CodeDomain", "CodeSettings"]

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from redqueen._registry import Registry
 
 if TYPE_CHECKING:
-    from redqueen.environments._codegame import PlayedTask
+    from redqueen.environments._round import PlayedTask
     from redqueen.verifiers import ProgramRunner
 
 __all__ = [

@@ -1,6 +1,6 @@
 """What one round of the game says about the population: metrics, task rows, match outcomes.
 
-Pure functions of the played tasks (:class:`~redqueen.environments._codegame.PlayedTask`):
+Pure functions of the played tasks (:class:`~redqueen.environments._round.PlayedTask`):
 :func:`step_metrics` for ``metrics.jsonl``, :func:`task_rows` for ``tasks.jsonl``,
 :func:`member_stats` for each member's smoothed statistics and objectives, and
 :func:`match_outcomes` for the ratings.
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from redqueen.environments._codegame import PlayedTask
+from redqueen.environments._round import PlayedTask
 
 
 def _mean(values: Sequence[float]) -> float:

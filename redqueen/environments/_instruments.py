@@ -2,7 +2,7 @@
 
 Two measurements of what teachers propose, each independent of the population's own
 judgement (a third, the frozen base model's solve rate, is taken by the game for every domain:
-:func:`~redqueen.environments._codegame.grade_base`):
+:func:`~redqueen.environments._round.grade_base`):
 
 - :func:`program_measures`: size and complexity of a valid task's program (radon's cyclomatic
   complexity, Halstead volume and line count; AST depth and node count);
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from redqueen.environments._domain import difficulty_bin
 
 if TYPE_CHECKING:
-    from redqueen.environments._codegame import PlayedTask
+    from redqueen.environments._round import PlayedTask
 
 __all__ = ["MEASURE_KEYS", "behaviour_cell", "program_measures"]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from redqueen.environments._codegame import PlayedTask
 from redqueen.environments._game_stats import member_stats
+from redqueen.environments._round import PlayedTask
 from redqueen.evo import Individual, League, descriptor_matrix
 from redqueen.fitness import conservative_rating, novelty_scores
 

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from redqueen.environments._codegame import GameSettings
 from redqueen.environments._domain import TaskDomain
-from redqueen.environments._game_env import GameEnv
 from redqueen.environments._game_stats import match_outcomes
+from redqueen.environments._round import GameSettings
+from redqueen.environments._round_env import RoundEnv
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.evo import ReplacementConfig
 from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward
@@ -29,7 +29,7 @@ ROLES = ("teacher", "student")
 
 
 @ENVIRONMENTS.register("coevolution")
-class CoevolutionEnv(GameEnv):
+class CoevolutionEnv(RoundEnv):
     """Teachers propose tasks of a domain (code by default), students solve them; both evolve.
 
     Args:
@@ -53,7 +53,8 @@ class CoevolutionEnv(GameEnv):
         student_reward: Reward of an answer.
         replacement: The replacement step's settings (default: the evolution core's defaults).
         matchmaker: PFSP matchmaking, with its share of opponents from the hall of fame.
-        objectives: Objective names per role, e.g. ``{"teacher": ("rating_lcb",)}``.
+        objectives: Objective names per role (default ``("rating",)``, the conservative rating),
+            e.g. ``{"teacher": ("rating", "teacher_reward")}``.
         learner: A :class:`redqueen.engine.LearnerConfig` (default settings if ``None``).
         executor: Verifier executor settings ``{"workers", "timeout", "memory_mb"}``.
         seed: Seeds every random choice (genomes, matchmaking, references, sampling, evolution).
@@ -95,7 +96,7 @@ class CoevolutionEnv(GameEnv):
         given = dict(objectives or {})
         super().__init__(
             sizes={"teacher": teachers, "student": students},
-            objectives={r: Objectives(tuple(given.get(r, ("rating_lcb",)))) for r in ROLES},
+            objectives={r: Objectives(tuple(given.get(r, ("rating",)))) for r in ROLES},
             rated=True,
             per_member_buffers=False,
             replacement=replacement,

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from redqueen.environments._codegame import GameSettings
 from redqueen.environments._domain import TaskDomain
-from redqueen.environments._game_env import GameEnv
+from redqueen.environments._round import GameSettings
+from redqueen.environments._round_env import RoundEnv
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
 from redqueen.evo import ReplacementConfig
 from redqueen.fitness import Objectives, StudentReward, TeacherReward
@@ -32,7 +32,7 @@ ROLES = ("solo",)
 
 
 @ENVIRONMENTS.register("selfplay")
-class SelfPlayEnv(GameEnv):
+class SelfPlayEnv(RoundEnv):
     """Independent solo adapters, each proposing and solving its own tasks (AZR baseline).
 
     Args:

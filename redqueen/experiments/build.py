@@ -38,7 +38,7 @@ def _standard(cfg: ExperimentConfig, *names: str) -> dict[str, Any]:
 
 def game_settings(cfg: ExperimentConfig) -> Any:
     """The environment and sampling sections as the task-domain environments' ``GameSettings``."""
-    from redqueen.environments._codegame import GameSettings
+    from redqueen.environments._round import GameSettings
 
     env = cfg.environment
     assert env.task_types is not None  # the config's validator fills the domain's task types
@@ -73,7 +73,7 @@ def build_domain(cfg: ExperimentConfig) -> Any:
         raise ConfigError(f"environment.domain_params: {' '.join(str(error).split())}") from None
 
 
-def _game_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
+def _round_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
     """Keyword arguments shared by the co-evolution and self-play environments."""
     from redqueen.engine import LearnerConfig
 
@@ -177,7 +177,7 @@ def _build_coevolution(cfg: ExperimentConfig) -> Any:
         raise ConfigError(
             "population.teachers and population.students: co-evolution needs at least one of each"
         )
-    kwargs = _game_env_kwargs(cfg)
+    kwargs = _round_env_kwargs(cfg)
     kwargs.update(
         teachers=pop.teachers,
         students=pop.students,
@@ -198,7 +198,7 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
         )
     if cfg.population.solo < 1:
         raise ConfigError("population.solo: selfplay needs at least one solo agent")
-    kwargs = _game_env_kwargs(cfg)
+    kwargs = _round_env_kwargs(cfg)
     kwargs["solo"] = cfg.population.solo
     kwargs["replacement"] = replacement_config(cfg)
     return _construct(SelfPlayEnv, cfg, _with_cluster_host(cfg, kwargs))

@@ -101,7 +101,7 @@ _REWARDS = "fitness/_rewards.py:"
 _coevolution = defaults_from("environments/coevolution.py:CoevolutionEnv")
 _student_reward = defaults_from(_REWARDS + "StudentReward")
 _executor = defaults_from("verifiers/_executor.py:Executor")
-_game = defaults_from("environments/_codegame.py:GameSettings")
+_game = defaults_from("environments/_round.py:GameSettings")
 _matchmaker = defaults_from("fitness/_matchmaking.py:PFSPMatchmaker")
 _learner = defaults_from("engine/_learner.py:LearnerConfig")
 

@@ -14,13 +14,14 @@ from redqueen.fitness._ratings import conservative_rating
 OBJECTIVES: Registry[Callable[[Any], float]] = Registry("objective")
 
 
-@OBJECTIVES.register("rating_lcb", needs=Needs(member_fields=("rating",)))
-def rating_lcb(ind: Any) -> float:
-    """Conservative skill mu - 3 sigma (PopuLoRA's ranking)."""
+@OBJECTIVES.register("rating", needs=Needs(member_fields=("rating",)))
+def rating(ind: Any) -> float:
+    """Conservative skill mu - 3 sigma (PopuLoRA's ranking); ``rating_lcb`` is the same objective."""
     return conservative_rating(*_rating(ind))
 
 
-OBJECTIVES.register("rating", needs=Needs(member_fields=("rating",)))(rating_lcb)
+# The same objective under the name of the selection scheme that ranks by it.
+OBJECTIVES.register("rating_lcb", needs=Needs(member_fields=("rating",)))(rating)
 
 
 @OBJECTIVES.register("rating_mu", needs=Needs(member_fields=("rating",)))
@@ -37,7 +38,7 @@ def _rating(ind: Any) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Objectives:
-    """A configurable objective vector, e.g. ``Objectives(("rating_lcb", "novelty"))``.
+    """A configurable objective vector, e.g. ``Objectives(("rating", "novelty"))``.
 
     Names registered in :data:`OBJECTIVES` are computed; any other name is read from the
     member's ``objectives`` dict (environments fill it: solve rate, complexity, novelty ...).

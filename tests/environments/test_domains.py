@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from redqueen.engine import Generation
 from redqueen.environments import DOMAINS, GameSettings, TaskBuffer, TaskDomain, make_domain
-from redqueen.environments._codegame import PlayedTask, grade, verify
+from redqueen.environments._round import PlayedTask, grade, verify
 from redqueen.experiments.cli import app, import_plugin
 from redqueen.experiments.config import ConfigError, load_config
 from redqueen.experiments.state_codec import decode_state, encode_state
@@ -181,13 +181,13 @@ def test_summary_measures_are_namespaced_by_domain(arithmetic):
     domain's ``depth`` or ``true_share`` never collides with a run column or another domain's."""
     from types import SimpleNamespace
 
-    from redqueen.environments._game_env import GameEnv
+    from redqueen.environments._round_env import RoundEnv
 
     domain = make_domain("arithmetic")
     played = [PlayedTask("t", "s", "arith_value", _gen(f"<expr>{e}</expr>")) for e in ("1 + 2 * 3", "4 - 1")]
     verify(played, domain, None, TaskBuffer(capacity=4, seed=domain.seed_examples()))
     env = SimpleNamespace(domain=domain, cells=set(), probe_tokens=0)
-    metrics = GameEnv._task_space_metrics(env, played)
+    metrics = RoundEnv._task_space_metrics(env, played)
     assert metrics["domain/arithmetic/operators"] == 1.5 and "operators" not in metrics
 
 
@@ -200,7 +200,7 @@ def test_a_domain_s_state_is_checkpointed_and_restored(arithmetic):
     import numpy as np
 
     from redqueen.environments import load_domain_state, save_domain_state
-    from redqueen.environments._game_env import GameEnv
+    from redqueen.environments._round_env import RoundEnv
 
     class Counting(arithmetic.ArithmeticDomain):
         def __init__(self, *, settings=None):
@@ -229,13 +229,13 @@ def test_a_domain_s_state_is_checkpointed_and_restored(arithmetic):
 
         first = make_domain("counting_arith")
         first.seen = 7
-        state = GameEnv.state_dict(env(first))
+        state = RoundEnv.state_dict(env(first))
         assert state["domain"] == {"seen": 7}
         state = decode_state(*encode_state(state))
         again = env(make_domain("counting_arith"))
-        GameEnv.load_state_dict(again, state)
+        RoundEnv.load_state_dict(again, state)
         assert again.domain.seen == 7
-        assert "domain" not in GameEnv.state_dict(env(make_domain("arithmetic")))
+        assert "domain" not in RoundEnv.state_dict(env(make_domain("arithmetic")))
         assert save_domain_state(make_domain("arithmetic")) is None
         with pytest.raises(ValueError, match="no load_state_dict"):
             load_domain_state(make_domain("arithmetic"), {"seen": 1})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from redqueen.engine import Generation
-from redqueen.environments._codegame import PlayedTask
 from redqueen.environments._instruments import behaviour_cell, program_measures
+from redqueen.environments._round import PlayedTask
 from redqueen.verifiers import complexity
 
 LOOP = """def f(xs):

@@ -84,10 +84,10 @@ def test_learning_rate_zero_is_accepted_for_a_control_run():
 
 
 def test_micro_batch_size_reaches_the_learner_and_the_7b_preset_fits_80gb():
-    from redqueen.experiments.build import _game_env_kwargs
+    from redqueen.experiments.build import _round_env_kwargs
 
     cfg = load_config("tiny", ["learner.micro_batch_size=3"])
-    assert _game_env_kwargs(cfg)["learner"].micro_batch_size == 3
+    assert _round_env_kwargs(cfg)["learner"].micro_batch_size == 3
     assert load_config("tiny").learner.micro_batch_size == 16
     # docs/memory-plan.md: micro-batch 2 is the largest that fits the 7B on one 80 GB GPU.
     assert load_config("qwen2.5-coder-7b").learner.micro_batch_size == 2

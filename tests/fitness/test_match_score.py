@@ -6,8 +6,8 @@ from collections import defaultdict
 
 import pytest
 
-from redqueen.environments._codegame import PlayedTask
 from redqueen.environments._game_stats import match_outcomes
+from redqueen.environments._round import PlayedTask
 from redqueen.environments.games import GamesEnv
 from redqueen.environments.surrogate import SurrogateEnv
 from redqueen.fitness import INVALID_TASK_POLICIES, match_score

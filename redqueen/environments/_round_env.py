@@ -20,16 +20,6 @@ import torch
 from redqueen.engine import HostProtocol, LearnerConfig, LearnerProtocol, StepStats
 from redqueen.environments._accounting import learning_metrics, member_accounting
 from redqueen.environments._adapters import AdapterSync, open_engine
-from redqueen.environments._codegame import (
-    GameSettings,
-    PlayedTask,
-    grade,
-    grade_base,
-    learn,
-    propose,
-    solve,
-    verify,
-)
 from redqueen.environments._domain import (
     TaskDomain,
     domain_name,
@@ -41,6 +31,16 @@ from redqueen.environments._domain import (
 from redqueen.environments._game_stats import match_outcomes, step_metrics, task_rows
 from redqueen.environments._league_view import LeagueView
 from redqueen.environments._member_stats import MemberStats
+from redqueen.environments._round import (
+    GameSettings,
+    PlayedTask,
+    grade,
+    grade_base,
+    learn,
+    propose,
+    solve,
+    verify,
+)
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
 from redqueen.evo import League, ReplacementConfig
@@ -49,7 +49,7 @@ from redqueen.genomes import LoRAGenome
 from redqueen.verifiers import Sandbox
 
 
-class GameEnv(LeagueView, Environment):
+class RoundEnv(LeagueView, Environment):
     """Base of the environments that play the propose / verify / solve / learn round.
 
     The constructor builds the parts (domain, settings, rewards, RNGs, the :class:`League`,
