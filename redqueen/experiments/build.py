@@ -96,21 +96,8 @@ def _round_env_kwargs(cfg: ExperimentConfig) -> dict[str, Any]:
         "domain": build_domain(cfg),
         "settings": game_settings(cfg),
         **_standard(cfg, "teacher_reward", "student_reward", "objectives"),
-        "learner": LearnerConfig(
-            lr=lrn.lr,
-            clip=lrn.clip,
-            max_grad_norm=lrn.max_grad_norm,
-            weight_decay=lrn.weight_decay,
-            kl_coef=lrn.kl_coef,
-            epochs=lrn.epochs,
-            minibatches=lrn.minibatches,
-            micro_batch_size=lrn.micro_batch_size,
-        ),
-        "executor": {
-            "workers": env.executor.workers,
-            "timeout": env.executor.timeout,
-            "memory_mb": env.executor.memory_mb,
-        },
+        "learner": LearnerConfig(**lrn.model_dump()),  # the section is the learner's schema
+        "executor": env.executor.model_dump(),
         "seed": cfg.seed,
     }
 
