@@ -83,8 +83,9 @@ class Needs:
         arity: ``(fewest, most)`` parents a variation operator takes (``most`` ``None``: any
             number); ``None`` for entries that are not operators.
         min_objectives: Objectives a selection scheme needs per role (2 for Pareto schemes).
-        archive: The scheme keeps an archive across generations (the evolution loop keeps one
-            per role).
+        archive: The scheme keeps an archive across generations; the evolution loop keeps one
+            per role: past behaviours handed in as the scheme's ``archive`` parameter when it
+            takes one (novelty), else a grid of elites that becomes the parent pool (MAP-Elites).
         member_fields: Attributes every member must carry: ``rating``, ``cases`` (per-case
             outcomes), ``descriptor`` (behaviour descriptor).
         check: A requirement that depends on the entry's parameters: called at load with the

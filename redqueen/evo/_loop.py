@@ -16,8 +16,17 @@ from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newb
 from redqueen.evo.selection import SELECTIONS, GridArchive, select
 from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
 
-#: Selection schemes that measure novelty against an archive of past behaviours.
-_ARCHIVED = ("novelty", "novelty_lc")
+
+def _archive_kind(selection: str) -> str | None:
+    """Which archive the loop keeps for a scheme that declares ``Needs(archive=True)``:
+    ``"behaviours"`` (a :class:`~redqueen.fitness.NoveltyArchive` of past descriptors, handed in
+    as its ``archive`` parameter) when the scheme takes one, else ``"elites"`` (a persistent
+    :class:`~redqueen.evo.selection.GridArchive` whose elites are the parent pool, drawn on the
+    scheme's own grid); ``None`` for a scheme that keeps no archive."""
+    if selection not in SELECTIONS or not SELECTIONS.needs(selection).archive:
+        return None
+    params = SELECTIONS.params(selection)
+    return "behaviours" if params is not None and "archive" in params.model_fields else "elites"
 
 
 class MemberListener(Protocol):
@@ -54,10 +63,12 @@ class EvolutionLoop:
             ``("rating",)`` (mu - 3 sigma) when every member is rated, else keep their fitness.
         listeners: Told of every birth and death (see :class:`MemberListener`).
 
-    With ``novelty`` or ``novelty_lc`` selection and no ``archive`` in ``selection_params``, the
-    loop keeps one :class:`redqueen.fitness.NoveltyArchive` per role (in :attr:`archives` and the
-    state dict); the parents' descriptors enter it after each selection. With ``map_elites`` the
-    loop keeps one :class:`redqueen.evo.selection.GridArchive` per role (:attr:`grids`, in the
+    A selection scheme that declares ``Needs(archive=True)`` gets an archive kept per role
+    across replacements. One that takes an ``archive`` parameter (``novelty``, ``novelty_lc``)
+    and is given none in ``selection_params`` gets a :class:`redqueen.fitness.NoveltyArchive`
+    (in :attr:`archives` and the state dict); the parents' descriptors enter it after each
+    selection. One that does not (``map_elites``) gets a
+    :class:`redqueen.evo.selection.GridArchive` on its own grid settings (:attr:`grids`, in the
     state dict): the survivors enter it at each replacement and parents are drawn from all its
     elites, dead ones included; :meth:`archive_metrics` reports QD-score and coverage.
 
@@ -279,10 +290,11 @@ class EvolutionLoop:
             self.assign_fitness(role, parents)
         scheme = dict(self.config.selection_params)
         archive = None
-        if self.config.selection in _ARCHIVED and "archive" not in scheme:
+        kind = _archive_kind(self.config.selection)
+        if kind == "behaviours" and "archive" not in scheme:
             archive = self.archives.setdefault(role, NoveltyArchive(k=int(scheme.get("neighbours", 15))))
             scheme["archive"] = archive
-        if self.config.selection == "map_elites" and parents:
+        if kind == "elites" and parents:
             # The archive's elites, one per cell of its grid, are drawn from on the same grid
             # (the scheme's own settings), so every elite is a candidate parent.
             parents = self._elites(role, parents, scheme)

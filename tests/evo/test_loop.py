@@ -224,3 +224,39 @@ def test_map_elites_draws_parents_across_the_configured_cells():
         parents |= {p for b in births if b.role == "teacher" for p in b.parents}
     assert len(parents) >= 4
     assert len(loop.grids["teacher"].elites) >= 4
+
+
+def test_archives_follow_the_schemes_declared_needs_not_their_names():
+    """A plug-in scheme that declares ``Needs(archive=True)`` gets the loop's archive: past
+    behaviours when it takes an ``archive`` parameter, else a grid of elites as its parent pool."""
+    from redqueen._registry import Needs
+    from redqueen.evo.selection import SELECTIONS
+    from redqueen.fitness import NoveltyArchive
+
+    seen: list[object] = []
+
+    @SELECTIONS.register("test_remembers", needs=Needs(archive=True, member_fields=("descriptor",)))
+    def remembers(individuals, k, *, rng, archive=None):
+        seen.append(archive)
+        return [int(i) for i in rng.integers(0, len(individuals), size=k)]
+
+    @SELECTIONS.register("test_elites", needs=Needs(archive=True, member_fields=("descriptor",)))
+    def elites(individuals, k, *, rng, bins: int = 4):
+        return [int(i) for i in rng.integers(0, len(individuals), size=k)]
+
+    try:
+        for name in ("test_remembers", "test_elites"):
+            pop, lin, ratings = _world(size=6)
+            for ind in pop.living:
+                ind.descriptor = np.array([0.1 * len(ind.id)])
+            cfg = ReplacementConfig(cull_fraction=0.5, selection=name, operators={"gaussian": 1.0})
+            loop = EvolutionLoop(pop, lin, cfg, 0)
+            loop.replace(1, ratings)
+            if name == "test_remembers":
+                assert seen and all(isinstance(a, NoveltyArchive) for a in seen)
+                assert set(loop.archives) == set(pop.roles) and not loop.grids
+            else:
+                assert set(loop.grids) == set(pop.roles) and not loop.archives
+    finally:
+        SELECTIONS.unregister("test_remembers")
+        SELECTIONS.unregister("test_elites")
