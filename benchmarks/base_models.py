@@ -32,7 +32,7 @@ from redqueen.assets import tiny_coder_path
 from redqueen.tinycoder.card import write_model_card
 from redqueen.tinycoder.corpus import load_corpus
 from redqueen.tinycoder.pretrain import PROFILES
-from redqueen.tinycoder.rates import measure_rates
+from redqueen.tinycoder.rates import TASK_TYPES, measure_rates
 from redqueen.verifiers import Executor
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -69,6 +69,14 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=8)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument(
+        "--task-types",
+        nargs="+",
+        default=list(TASK_TYPES),
+        help="measure these task types only (a leading subset draws the same tasks)",
+    )
+    p.add_argument("--splits", nargs="+", default=["heldout", "ood"], choices=("heldout", "ood"))
+    p.add_argument("--no-suite", action="store_true", help="skip the code_output suite")
     p.add_argument("--out", type=Path, default=RESULTS / "base_models.json")
     p.add_argument(
         "--write",
@@ -79,13 +87,14 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     torch.set_num_threads(args.threads)
     models = {"tiny-coder": args.old or tiny_coder_path(), "new": args.new}
-    splits = {s: load_corpus(args.new / f"{s}.jsonl") for s in ("heldout", "ood")}
+    splits = {s: load_corpus(args.new / f"{s}.jsonl") for s in args.splits}
     result: dict = {
         "setup": {
             "splits": f"{args.new}/{{heldout,ood}}.jsonl (the new model's held-out programs)",
             "n": args.n,
             "samples": args.samples,
             "max_new_tokens": args.max_new_tokens,
+            "task_types": args.task_types,
             "seed": 0,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}",
         },
@@ -123,8 +132,10 @@ def main() -> None:
                     samples=args.samples,
                     seed=0,
                     max_new_tokens=args.max_new_tokens,
+                    task_types=args.task_types,
                 ).to_dict()
-            row["code_output_suite"] = suite_pass_at_1(Path(folder), args.threads)
+            if not args.no_suite:
+                row["code_output_suite"] = suite_pass_at_1(Path(folder), args.threads)
             row["seconds"] = round(time.time() - t0, 1)
             result["models"][name] = row
             args.out.write_text(json.dumps(result, indent=2) + "\n")
@@ -133,10 +144,11 @@ def main() -> None:
         trained["side_by_side"] = {
             "model": old_name,
             **{s: result["models"]["tiny-coder"][s] for s in splits},
-            "code_output_suite": {
-                n: result["models"][n]["code_output_suite"] for n in ("tiny-coder", "new")
-            },
         }
+        if not args.no_suite:
+            trained["side_by_side"]["code_output_suite"] = {
+                n: result["models"][n]["code_output_suite"] for n in ("tiny-coder", "new")
+            }
         (args.new / "training.json").write_text(json.dumps(trained, indent=2) + "\n")
         write_model_card(args.new, trained)
     print(

@@ -278,7 +278,7 @@ def _side_by_side(summary: dict) -> str:
             continue
         mine, theirs = summary["rates"][split], other[split]
         k = mine["samples"]
-        for t in _TASK_TYPES:
+        for t in (t for t in _TASK_TYPES if t in theirs["greedy_solve_rate"]):
             for key, label in (
                 ("greedy_solve_rate", "greedy pass@1"),
                 ("solve_rate", "solved at T=1"),

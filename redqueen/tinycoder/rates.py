@@ -128,6 +128,7 @@ def measure_rates(
     temperature: float = 1.0,
     seed: int = 0,
     max_new_tokens: int = 320,
+    task_types: Sequence[str] = TASK_TYPES,
 ) -> StartingRates:
     """Measure valid-proposal shares, solve rates and pass@k per task type on ``entries``.
 
@@ -142,6 +143,8 @@ def measure_rates(
         temperature: Sampling temperature (the environment samples at 1).
         seed: Seed for references, task choice and sampling.
         max_new_tokens: Generation budget per completion.
+        task_types: The task types measured, in this order (a leading subset of
+            :data:`TASK_TYPES` draws exactly the tasks a full measurement draws for them).
 
     Raises:
         ValueError: If there are fewer entries than ``references + 1``, or ``samples < 1``.
@@ -175,7 +178,7 @@ def measure_rates(
             seed=seed + offset,
         )
 
-    for offset, task_type in enumerate(TASK_TYPES):
+    for offset, task_type in enumerate(task_types):
         prompts = [
             propose_prompt(task_type, reference_triplets(entries, rng, references))
             for _ in range(n)
