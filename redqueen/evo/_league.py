@@ -328,11 +328,6 @@ class League:
         members = {role: self.population.members(role) for role in roles}
         return hypervolumes(members, self.objectives, self.hv_reference)
 
-    def archive_metrics(self) -> dict[str, float | list[list[float]]]:
-        """QD-score, coverage and cells of every MAP-Elites archive (see :class:`EvolutionLoop`)."""
-        metrics: dict[str, float | list[list[float]]] = self.evolution.archive_metrics()
-        return metrics
-
     def snapshots(self) -> dict[int, list[FrozenMember]]:
         """The hall of fame's kept snapshots (step -> frozen members), for the run directory."""
         return {step: self.hall.at(step) for step in self.hall.steps}

@@ -210,7 +210,7 @@ def _build_surrogate(cfg: ExperimentConfig) -> Any:
     from redqueen.environments.surrogate import SurrogateEnv
 
     kwargs = _standard(cfg, *_SURROGATE_SETTINGS, "workers", "ray_address")
-    options = _options(cfg, SurrogateEnv, set(kwargs))
+    options = _options(cfg, SurrogateEnv)
     try:
         return SurrogateEnv(**{**kwargs, **options})
     except (TypeError, ValueError, KeyError) as error:
@@ -218,9 +218,9 @@ def _build_surrogate(cfg: ExperimentConfig) -> Any:
         raise ConfigError(f"environment: cannot build {cfg.environment.name!r}: {message}") from error
 
 
-def _options(cfg: ExperimentConfig, cls: type, standard: set[str]) -> dict[str, Any]:
-    """``environment.options``, each a keyword-only setting of ``cls`` (or a standard one,
-    which it then overrides).
+def _options(cfg: ExperimentConfig, cls: type) -> dict[str, Any]:
+    """``environment.options``, each a keyword-only setting of ``cls`` (an option named like a
+    standard setting overrides it).
 
     Raises:
         ConfigError: Naming an option ``cls`` does not take.
