@@ -32,6 +32,7 @@ import math
 import os
 import platform
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -564,12 +565,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             result["runs"][key] = run_c2(seed)
         else:
             result["runs"][key] = run_c2(seed, steps=cell[0], answers=cell[1], nulls=False)
+        result["runs"][key]["code"] = _code_version()
         write()
     write()
     if args.plot:
         plot(result, args.out.with_suffix(".png"))
     print(json.dumps({k: result[k] for k in ("seeds", "decisions")}, indent=1))
     return result
+
+
+def _code_version() -> str:
+    """The checkout's commit (short), with ``+changes`` if tracked files differ from it."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from transformers import (
 from redqueen.engine._lora_layer import MultiLoRALinear, inject_multilora
 from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
 from redqueen.engine.backends import BACKENDS, GenerationBackend
+from redqueen.engine.backends._decoder import UnsupportedModelError
 from redqueen.genomes import LoRAGenome
 
 __all__ = ["DEFAULT_TARGET_MODULES", "AdapterHost"]
@@ -55,8 +56,10 @@ class AdapterHost:
         target_modules: Names of the linear modules that carry LoRA factors (PEFT
             convention: last name component); default :data:`DEFAULT_TARGET_MODULES`.
         backend: Name of the generation backend in :data:`~redqueen.engine.BACKENDS`, or
-            ``"auto"`` (the default): ``"static"`` on CUDA, where its CUDA graphs decode 7x
-            faster than ``"hf"`` (``benchmarks/README.md``), and ``"hf"`` elsewhere.
+            ``"auto"`` (the default): ``"static"`` for the Llama/Qwen2-style models it runs
+            (on CUDA its graphs decode 7x faster than ``"hf"``; on the CPU it drops ended
+            rows and prefills each repeated prompt once, ``benchmarks/README.md``), and
+            ``"hf"`` for any other model.
         max_batch_size: Most rows decoded together; longer prompt lists are chunked.
 
     Raises:
@@ -108,10 +111,15 @@ class AdapterHost:
         self.eos_token_ids = _eos_ids(self.model, tokenizer)
         pad = getattr(tokenizer, "pad_token_id", None)
         self.pad_token_id = int(pad if pad is not None else min(self.eos_token_ids, default=0))
+        self.backend: GenerationBackend
         if backend == "auto":
-            backend = "static" if self.device.type == "cuda" else "hf"
+            try:
+                self.backend, backend = BACKENDS["static"](self), "static"
+            except UnsupportedModelError:
+                self.backend, backend = BACKENDS["hf"](self), "hf"
+        else:
+            self.backend = BACKENDS[backend](self)
         self.backend_name = backend
-        self.backend: GenerationBackend = BACKENDS[backend](self)
 
     # -- adapters --------------------------------------------------------------------------
 

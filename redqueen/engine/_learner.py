@@ -137,6 +137,11 @@ class Learner:
         self._keep_kw = next(
             (k for k in ("logits_to_keep", "num_logits_to_keep") if k in forward_args), None
         )
+        # Newer transformers name the key-value cache ``cache``; older ones ``past_key_values``.
+        self._cache_kw = "cache" if "cache" in forward_args else "past_key_values"
+        # Rollouts of one prompt (a solver's samples) run their prompt once, on Llama-style
+        # models whose cache can be re-indexed by batch row.
+        self.share_prompts = self._keep_kw is not None
 
     # -- the update ------------------------------------------------------------------------
 
@@ -255,27 +260,66 @@ class Learner:
 
     def logprobs(self, batch: RolloutBatch) -> Tensor:
         """Log-probabilities of the completion tokens, (batch, completion width), float32,
-        under whatever adapter routing is active (:meth:`AdapterHost.use_adapter`)."""
+        under whatever adapter routing is active (:meth:`AdapterHost.use_adapter`).
+
+        Rows that share a prompt (the samples of one task) run it once: the distinct prompts
+        go through the model first, their keys and values are copied to every row of their
+        prompt, and the completions run on that cache. The arithmetic per token is the same as
+        running each row whole; gradients reach the shared prompt once per row.
+        """
         device = self.host.device
         autocast = (
             torch.autocast(device.type, dtype=torch.bfloat16)
             if device.type == "cuda"
             else nullcontext()
         )
-        keep = batch.completion_width + 1
-        extra = {self._keep_kw: keep} if self._keep_kw is not None else {}
+        width = batch.completion_width
+        targets = batch.input_ids[:, -width:]
+        split = batch.input_ids.shape[1] - width
+        prompts = batch.input_ids[:, :split]
+        distinct, inverse = torch.unique(prompts, dim=0, return_inverse=True)
         with autocast:
-            logits = self.host.model(
-                input_ids=batch.input_ids,
-                attention_mask=batch.attention_mask,
-                position_ids=batch.position_ids,
-                use_cache=False,
-                **extra,
-            ).logits
-        # Position t predicts token t + 1: the completion starts at column prompt_width.
-        logits = logits[:, -keep:-1, :].float()  # (batch, completion width, vocab)
-        targets = batch.input_ids[:, -batch.completion_width :]
+            if self.share_prompts and len(distinct) < len(prompts):
+                logits = self._shared_prompt_logits(batch, split, inverse)
+            else:
+                keep = width + 1
+                extra = {self._keep_kw: keep} if self._keep_kw is not None else {}
+                logits = self.host.model(
+                    input_ids=batch.input_ids,
+                    attention_mask=batch.attention_mask,
+                    position_ids=batch.position_ids,
+                    use_cache=False,
+                    **extra,
+                ).logits
+                # Position t predicts token t + 1: the completion starts at column split.
+                logits = logits[:, -keep:-1, :]
+        logits = logits.float()  # (batch, completion width, vocab)
         return F.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
+
+    def _shared_prompt_logits(self, batch: RolloutBatch, split: int, inverse: Tensor) -> Tensor:
+        """Completion logits, each distinct prompt run once (see :meth:`logprobs`)."""
+        rows = torch.arange(len(inverse), device=inverse.device)
+        first = torch.full((int(inverse.max()) + 1,), len(inverse), device=inverse.device)
+        first.scatter_reduce_(0, inverse, rows, "amin")  # a row of each distinct prompt
+        head = self.host.model(
+            input_ids=batch.input_ids[first, :split],
+            attention_mask=batch.attention_mask[first, :split],
+            position_ids=batch.position_ids[first, :split],
+            use_cache=True,
+            **{self._keep_kw: 1},  # type: ignore[dict-item]
+        )
+        cache = getattr(head, "cache", None) or head.past_key_values
+        cache.batch_select_indices(inverse)
+        # The prompt's last position predicts the first completion token; completion position
+        # t predicts token t + 1 (the last token predicts nothing).
+        tail = self.host.model(
+            input_ids=batch.input_ids[:, split:-1],
+            attention_mask=batch.attention_mask[:, :-1],
+            position_ids=batch.position_ids[:, split:-1],
+            use_cache=True,
+            **{self._cache_kw: cache},
+        )
+        return torch.cat([head.logits[inverse], tail.logits], dim=1)
 
     @torch.no_grad()
     def _kl_to_go(self, batch: RolloutBatch) -> Tensor:

@@ -78,13 +78,14 @@ class ModelConfig(_Section):
     Attributes:
         name: A Hugging Face model id, a local path, or ``"tiny-coder"`` (the shipped model).
         backend: Generation backend name (see ``redqueen.engine.BACKENDS``); ``"auto"`` is
-            ``"static"`` on CUDA and ``"hf"`` elsewhere.
+            ``"static"`` for Llama/Qwen2-style models and ``"hf"`` for any other.
         device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
         dtype: Weight dtype; ``None`` keeps the checkpoint's.
         target_modules: Linear modules that carry LoRA factors; ``None`` means every linear projection.
         cpu_threads: Torch intra-op threads for CPU runs (process-wide; ``None`` keeps torch's
-            default). Small models run fastest on one thread: their matrices are too small to
-            split, and on a busy machine extra threads mostly wait for each other.
+            default). On a quiet 2-core machine two threads run a ``tiny`` step faster than
+            one (``benchmarks/README.md``); on a busy one extra threads mostly wait for each
+            other.
     """
 
     name: str = "tiny-coder"

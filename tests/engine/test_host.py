@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from peft import PeftModel
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, OPTConfig, OPTForCausalLM
 
 from redqueen.engine import AdapterHost, Generation, SamplingParams
 from redqueen.genomes import LoRAGenome, lora_shapes
@@ -206,9 +206,22 @@ def test_batches_larger_than_max_batch_size_are_chunked(tiny_coder_dir, host):
     assert [g.token_ids for g in chunked] == [g.token_ids for g in whole]
 
 
-def test_auto_backend_is_hf_on_the_cpu(tiny_model_dir):
-    assert AdapterHost(tiny_model_dir).backend_name == "hf"
-    assert AdapterHost(tiny_model_dir, backend="static").backend_name == "static"
+def test_auto_backend_is_static_for_llama_models_and_hf_for_others(tiny_model_dir):
+    assert AdapterHost(tiny_model_dir).backend_name == "static"
+    assert AdapterHost(tiny_model_dir, backend="hf").backend_name == "hf"
+    config = OPTConfig(
+        vocab_size=104,
+        hidden_size=16,
+        ffn_dim=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        word_embed_proj_dim=16,
+        max_position_embeddings=64,
+    )
+    other = AdapterHost(
+        OPTForCausalLM(config), tokenizer=tiny_model_dir, target_modules=["q_proj", "v_proj"]
+    )
+    assert other.backend_name == "hf"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="the CUDA default needs a CUDA device")

@@ -18,6 +18,7 @@ from redqueen.engine import (
     SamplingParams,
     whiten_advantages,
 )
+from redqueen.engine._batch import RolloutBatch
 from redqueen.genomes import LoRAGenome
 
 PROMPTS = ["def f(x):", "y = 3", "print(", "abc"]
@@ -117,6 +118,52 @@ def test_micro_batching_does_not_change_the_update(tiny_coder_dir):
         results.append(flat(host) - before)
     assert results[0].abs().max() > 1e-5  # a real update, not two empty ones
     torch.testing.assert_close(results[0], results[1], atol=1e-7, rtol=1e-3)
+
+
+def test_rollouts_sharing_a_prompt_run_it_once_with_the_same_result(tiny_coder_dir):
+    host = make_host(tiny_coder_dir)
+    # Four samples of each of two prompts (a solver's answers), of different lengths.
+    params = SamplingParams(max_new_tokens=12, temperature=1.0, seed=5, n=4)
+    gens = host.generate(["def f(x):", "y = [1, 2]"], ["s", "s"], params)
+    advantages = [1.0, -1.0, 0.5, -0.5, 0.3, -0.2, 0.8, -0.6]
+    rollouts = [  # cut to different lengths (a prefix of a sample is a sample of the prefix)
+        Rollout(
+            prompt_ids=g.prompt_ids,
+            token_ids=g.token_ids[: 4 + i],
+            logprobs=g.logprobs[: 4 + i],
+            advantage=a,
+        )
+        for i, (g, a) in enumerate(zip(gens, advantages, strict=True))
+    ]
+    learner = Learner(host, LearnerConfig(lr=1e-3))
+    batch = RolloutBatch.build(rollouts, host.pad_token_id, host.device)
+    calls = []
+    hook = host.model.register_forward_hook(
+        lambda m, args, kw, out: calls.append(kw), with_kwargs=True
+    )
+    results = []
+    try:
+        for share in (False, True):
+            learner.share_prompts = share
+            calls.clear()
+            for p in host.adapter_parameters("s"):
+                p.grad = None
+            with host.use_adapter("s"):
+                logprobs = learner.logprobs(batch)
+            torch.where(batch.mask, logprobs, 0.0).sum().backward()
+            grad = torch.cat([p.grad.flatten() for p in host.adapter_parameters("s")])
+            results.append((torch.where(batch.mask, logprobs, 0.0).detach(), grad, list(calls)))
+    finally:
+        hook.remove()
+    (whole, grad_whole, calls_whole), (shared, grad_shared, calls_shared) = results
+    assert len(calls_whole) == 1 and len(calls_shared) == 2
+    assert calls_shared[0]["input_ids"].shape[0] == 2  # the two distinct prompts, once each
+    torch.testing.assert_close(shared, whole, atol=1e-4, rtol=0)
+    assert float((grad_shared - grad_whole).norm() / grad_whole.norm()) < 1e-4
+    # And the sampler's own log-probabilities agree with both.
+    torch.testing.assert_close(
+        shared, torch.where(batch.mask, batch.old_logprobs, 0.0), atol=1e-3, rtol=0
+    )
 
 
 def test_nan_loss_is_skipped_not_raised(tiny_coder_dir):

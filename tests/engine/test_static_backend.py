@@ -9,6 +9,7 @@ from transformers import OPTConfig, OPTForCausalLM, Qwen2Config, Qwen2ForCausalL
 
 from redqueen.engine import AdapterHost, SamplingParams
 from redqueen.engine.backends import BACKENDS, StaticBackend
+from redqueen.engine.backends._decode_state import DecodeState
 from redqueen.engine.backends._decoder import UnsupportedModelError
 from redqueen.genomes import LoRAGenome
 
@@ -100,6 +101,42 @@ def test_rows_do_not_depend_on_the_batch_around_them(host):
     assert [g.token_ids for g in kept] == [g.token_ids for g in full]
     # Rows 0 and 4 share adapter and prompt: their repeat index gives them different draws.
     assert full[0].token_ids != full[4].token_ids
+
+
+def test_ended_rows_leave_the_batch_and_repeated_prompts_prefill_once(host, monkeypatch):
+    backend = BACKENDS["static"](host)
+    sizes, prefills = [], []
+    select_rows = DecodeState.select_rows
+    prefill = backend.decoder.prefill
+
+    def recording_select(self, index):
+        sizes.append(len(index))
+        return select_rows(self, index)
+
+    def recording_prefill(input_ids, *args, **kwargs):
+        prefills.append(input_ids.shape[0])
+        return prefill(input_ids, *args, **kwargs)
+
+    monkeypatch.setattr(DecodeState, "select_rows", recording_select)
+    monkeypatch.setattr(backend.decoder, "prefill", recording_prefill)
+    ids = [host.tokenizer(p)["input_ids"] for p in PROMPTS]
+    # Budgets from 2 to 20 tokens: rows end at different steps; three samples per prompt.
+    params = [
+        SamplingParams(max_new_tokens=2 + 4 * i, temperature=1.0, seed=9, n=3)
+        for i in range(len(ids))
+    ]
+    rows = [(i, a, p) for i, a, p in zip(ids, ROWS, params, strict=True) for _ in range(3)]
+    args = ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    shrinking = backend.generate(*args)
+    assert sizes and sizes == sorted(sizes, reverse=True) and sizes[-1] < len(rows)
+    # Rows 0 and 4 share prompt and adapter: 4 distinct (prompt, adapter) pairs, not 15 rows.
+    assert prefills == [4]
+    backend.shrink_at = 0.0  # never drop a row
+    whole = backend.generate(*args)
+    assert [g.token_ids for g in shrinking] == [g.token_ids for g in whole]
+    assert [g.finished for g in shrinking] == [g.finished for g in whole]
+    hf = host.backend.generate(*args)
+    assert [g.token_ids for g in shrinking] == [g.token_ids for g in hf]
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.6])

@@ -59,6 +59,30 @@ class DecodeState:
         self._routes: dict[tuple[int, int], LoRARouting] = {}
         self._graphs: dict[tuple, torch.cuda.CUDAGraph] = {}
 
+    def outputs(self, rows: int, steps: int) -> tuple[Tensor, Tensor]:
+        """Sampled tokens and their log-probabilities of the first ``rows`` rows and ``steps``."""
+        return self.tokens_out[:rows, :steps], self.logprobs_out[:rows, :steps]
+
+    def select_rows(self, index: Tensor) -> DecodeState:
+        """A new state holding only the rows at ``index`` (cache, counters and outputs); the
+        rotary tables are shared. For eager decoding only: it has no captured graphs."""
+        chosen = object.__new__(DecodeState)
+        chosen.decoder = self.decoder
+        chosen.rows, chosen.capacity = len(index), self.capacity
+        cache = self.cache
+        chosen.cache = type(cache)(
+            keys=[k.index_select(0, index) for k in cache.keys],
+            values=[v.index_select(0, index) for v in cache.values],
+            valid=cache.valid.index_select(0, index),
+        )
+        chosen.rope = self.rope
+        for name in ("tokens", "positions", "tokens_out", "logprobs_out"):
+            setattr(chosen, name, getattr(self, name).index_select(0, index))
+        chosen.column, chosen.step = self.column.clone(), self.step.clone()
+        chosen.sampler = self.sampler
+        chosen._routes, chosen._graphs = {}, {}
+        return chosen
+
     def start(self, width: int, positions: Tensor) -> None:
         """After a prefill of ``width`` columns: the next token sits at ``positions``."""
         self.column.fill_(width)

@@ -123,14 +123,22 @@ class StaticDecoder:
         cache: KVCache,
         rope: tuple[Tensor, Tensor],
         route: LoRARouting | None,
+        *,
+        distinct: Tensor | None = None,
+        expand: Tensor | None = None,
     ) -> Tensor:
         """Run left-padded prompts ``(batch, width)``, fill the cache's first ``width`` columns.
 
         ``cache.valid[:, :width]`` must already mark the real prompt tokens. Returns the last
-        position's logits ``(batch, vocab)``.
+        position's logits ``(cache rows, vocab)``. With ``distinct`` and ``expand``,
+        ``input_ids``, ``positions`` and ``route`` hold only the cache rows ``distinct`` (a
+        prompt with its adapter, run once however many samples it has), and cache row ``i``
+        receives the result of row ``expand[i]`` of them.
         """
         width = input_ids.shape[1]
         valid = cache.valid[:, :width]
+        if distinct is not None:
+            valid = valid.index_select(0, distinct)
         causal = torch.ones(width, width, dtype=torch.bool, device=input_ids.device).tril()
         # A padding query sees itself, so that no row of the softmax is empty (no NaN).
         attend = (causal & valid[:, None, :]) | torch.eye(
@@ -143,10 +151,15 @@ class StaticDecoder:
         x = self.embed(input_ids)
         for i, layer in enumerate(self.layers):
             q, k, v = self._qkv(layer, x, cos, sin, route)
-            cache.keys[i][:, :, :width] = k
-            cache.values[i][:, :, :width] = v
+            if expand is None:
+                cache.keys[i][:, :, :width] = k
+                cache.values[i][:, :, :width] = v
+            else:
+                cache.keys[i][:, :, :width] = k.index_select(0, expand)
+                cache.values[i][:, :, :width] = v.index_select(0, expand)
             x = self._finish_layer(layer, x, q, k, v, attend[:, None], route)
-        return self.lm_head(self.norm(x[:, -1:]))[:, 0]
+        logits = self.lm_head(self.norm(x[:, -1:]))[:, 0]
+        return logits if expand is None else logits.index_select(0, expand)
 
     def step(
         self,

@@ -61,6 +61,14 @@ class DeviceSampler:
                 )
             self.uniforms[: len(params)] = draws.to(device)
 
+    def select_rows(self, index: Tensor) -> DeviceSampler:
+        """A sampler for the rows at ``index`` only, with their settings and draws."""
+        chosen = object.__new__(DeviceSampler)
+        for name in ("greedy", "temperature", "top_p", "uniforms"):
+            setattr(chosen, name, getattr(self, name).index_select(0, index))
+        chosen.all_greedy, chosen.use_top_p = self.all_greedy, self.use_top_p
+        return chosen
+
     @property
     def mode(self) -> tuple[bool, bool]:
         """What changes the captured computation: ``(all greedy, any top-p)``."""

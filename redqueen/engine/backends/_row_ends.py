@@ -64,6 +64,18 @@ class RowEnds:
                     break
         self.scanned = start + (len(new_tokens[0]) if new_tokens else 0)
 
+    def scan_rows(self, rows: Sequence[int], new_tokens: Sequence[Sequence[int]]) -> None:
+        """Like :meth:`scan`, for some of the rows: ``new_tokens[i]`` are those of row
+        ``rows[i]``; every row not listed must have ended already."""
+        count = len(new_tokens[0]) if new_tokens else 0
+        full: list[Sequence[int]] = [[0] * count for _ in self.lengths]
+        for row, tokens in zip(rows, new_tokens, strict=True):
+            full[row] = tokens
+        missing = [r for r, n in enumerate(self.lengths) if n is None and r not in set(rows)]
+        if missing:
+            raise ValueError(f"RowEnds.scan_rows: rows {missing} are running but not scanned")
+        self.scan(full)
+
     def _completes_stop(self, row: int, token: int) -> bool:
         stops = self.stops[row]
         if not stops:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor
 
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.backends._base import BACKENDS
@@ -14,7 +15,7 @@ from redqueen.engine.backends._decode_state import DecodeState
 from redqueen.engine.backends._decoder import StaticDecoder, lora_layers
 from redqueen.engine.backends._device_sampler import DeviceSampler
 from redqueen.engine.backends._hf import _cut_at_stop, generate_in_chunks
-from redqueen.engine.backends._lora_stack import StackedLoRA
+from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
 from redqueen.engine.backends._row_ends import RowEnds
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class StaticBackend:
         self.static_shapes = self.use_graphs
         # Steps between looks at the sampled tokens: each look waits for the device.
         self.check_every = 16 if self.use_graphs else 1
+        # Eager decoding drops ended rows once no more than this share of the batch runs.
+        self.shrink_at = 0.75
         self._states: OrderedDict[tuple[int, int], DecodeState] = OrderedDict()
         self._pool = torch.cuda.graph_pool_handle() if self.use_graphs else None
 
@@ -142,20 +145,109 @@ class StaticBackend:
             state.sampler.load(sampler)
             sampler = state.sampler
 
-        logits = self.decoder.prefill(input_ids, positions, state.cache, state.rope, route)
+        logits = self._prefill(state, input_ids, positions, route, row_slots if slots else None)
         state.start(width, positions[:, -1] + 1)
         state.record(*sampler(logits, state.step))
         ends = RowEnds(params, host.eos_token_ids, self._decode)
+        if not self.static_shapes:
+            kept = row_slots if slots else None
+            out = self._decode_shrinking(state, sampler, route, kept, ends, width)
+            return self._results(out, ends, prompt_ids, params)
         for step in range(1, max_new):
             if step % self.check_every == 0 and self._scan(state, ends, batch, step):
                 break
             if self.use_graphs:
                 state.graph(sampler, route, self.lora.buffers_version, self._pool).replay()
-            elif self.static_shapes:
-                state.advance(self.decoder, sampler, route)
             else:
-                state.advance(self.decoder, sampler, route, kv_len=width + step)
-        return self._results(state, ends, prompt_ids, params)
+                state.advance(self.decoder, sampler, route)
+        if not ends.all_ended:
+            self._scan(state, ends, batch, max_new)
+        return self._results(state.outputs(batch, max_new), ends, prompt_ids, params)
+
+    def _prefill(
+        self,
+        state: DecodeState,
+        input_ids: Tensor,
+        positions: Tensor,
+        route: LoRARouting | None,
+        row_slots: list[int] | None,
+    ) -> Tensor:
+        """Prefill the prompts, each distinct (prompt, adapter) row once.
+
+        Rows that repeat a prompt with the same adapter (the ``n`` samples of a prompt) get
+        the same keys and values, so they are computed once and copied.
+        """
+        keys = [
+            (tuple(ids), 0 if row_slots is None else row_slots[row])
+            for row, ids in enumerate(input_ids.tolist())
+        ]
+        first: dict[tuple, int] = {}
+        expand = [first.setdefault(key, len(first)) for key in keys]
+        if len(first) == len(keys):
+            return self.decoder.prefill(input_ids, positions, state.cache, state.rope, route)
+        distinct = [keys.index(key) for key in first]  # a row of each, in order
+        index = torch.tensor(distinct, device=input_ids.device)
+        if row_slots is not None:
+            route = self.lora.routing([row_slots[row] for row in distinct])
+        return self.decoder.prefill(
+            input_ids.index_select(0, index),
+            positions.index_select(0, index),
+            state.cache,
+            state.rope,
+            route,
+            distinct=index,
+            expand=torch.tensor(expand, device=input_ids.device),
+        )
+
+    def _decode_shrinking(
+        self,
+        state: DecodeState,
+        sampler: DeviceSampler,
+        route: LoRARouting | None,
+        row_slots: list[int] | None,
+        ends: RowEnds,
+        width: int,
+    ) -> tuple[Tensor, Tensor]:
+        """Eager decoding (CPU) that drops ended rows from the batch as it goes.
+
+        Every step looks at the new tokens; once no more than :attr:`shrink_at` of the batch's
+        rows are still running, the ended ones are dropped (their outputs kept), so the rows
+        that run on to their budget no longer pay for the whole batch. A row's tokens do not
+        depend on the rows beside it, so the samples are those of the full batch.
+
+        Returns:
+            Tokens and log-probabilities of every original row, ``(batch, max_new)`` each.
+        """
+        batch = len(ends.budgets)
+        max_new = max(ends.budgets)
+        tokens = torch.zeros(batch, max_new, dtype=torch.long)
+        logprobs = torch.zeros(batch, max_new, dtype=torch.float32)
+        origin = list(range(batch))  # original row of each of the state's rows
+        for step in range(1, max_new + 1):
+            new = state.tokens_out[:, ends.scanned : step].tolist()
+            ends.scan_rows(origin, new)
+            if ends.all_ended or step == max_new:
+                break
+            running = [i for i, row in enumerate(origin) if ends.lengths[row] is None]
+            if len(running) <= self.shrink_at * len(origin):
+                self._keep_outputs(state, origin, tokens, logprobs, step)
+                index = torch.tensor(running, device=state.tokens.device)
+                state, sampler = state.select_rows(index), sampler.select_rows(index)
+                origin = [origin[i] for i in running]
+                if row_slots is not None:
+                    route = self.lora.routing([row_slots[row] for row in origin])
+            state.advance(self.decoder, sampler, route, kv_len=width + step)
+        self._keep_outputs(state, origin, tokens, logprobs, min(step, max_new))
+        return tokens, logprobs
+
+    @staticmethod
+    def _keep_outputs(
+        state: DecodeState, origin: list[int], tokens: Tensor, logprobs: Tensor, steps: int
+    ) -> None:
+        """Copy the state's first ``steps`` outputs to their original rows."""
+        index = torch.tensor(origin)
+        tokens[index, :steps] = state.tokens_out[:, :steps].cpu()
+        logprobs[index, :steps] = state.logprobs_out[:, :steps].cpu()
 
     def _shape(self, batch: int, length: int) -> tuple[int, int]:
         """Rows and cache capacity of the decode state for this batch."""
@@ -192,17 +284,15 @@ class StaticBackend:
 
     def _results(
         self,
-        state: DecodeState,
+        outputs: tuple[Tensor, Tensor],
         ends: RowEnds,
         prompt_ids: Sequence[Sequence[int]],
         params: Sequence[SamplingParams],
     ) -> list[Generation]:
         batch = len(prompt_ids)
         steps = max(p.max_new_tokens for p in params)
-        if not ends.all_ended:
-            self._scan(state, ends, batch, steps)
-        tokens = state.tokens_out[:batch, :steps].tolist()
-        logprobs = state.logprobs_out[:batch, :steps].tolist()
+        tokens = outputs[0][:batch, :steps].tolist()
+        logprobs = outputs[1][:batch, :steps].tolist()
         results = []
         for row in range(batch):
             n = ends.lengths[row] or steps
