@@ -301,12 +301,13 @@ class Learner:
         rows = torch.arange(len(inverse), device=inverse.device)
         first = torch.full((int(inverse.max()) + 1,), len(inverse), device=inverse.device)
         first.scatter_reduce_(0, inverse, rows, "amin")  # a row of each distinct prompt
+        keep = {str(self._keep_kw): 1}  # share_prompts is only set where the model has it
         head = self.host.model(
             input_ids=batch.input_ids[first, :split],
             attention_mask=batch.attention_mask[first, :split],
             position_ids=batch.position_ids[first, :split],
             use_cache=True,
-            **{self._keep_kw: 1},  # type: ignore[dict-item]
+            **keep,
         )
         cache = getattr(head, "cache", None) or head.past_key_values
         cache.batch_select_indices(inverse)
