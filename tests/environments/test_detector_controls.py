@@ -7,10 +7,15 @@ regimes of ``benchmarks/SURROGATE_GAMES.md`` (amendment 1) where each pathology 
 quiet ones are where it does not. A detector that stopped seeing its pathology, or started
 seeing it everywhere, fails here.
 
-Cycling has no end-to-end firing configuration: in the regime where it arises (R2 below) the
-share of cyclic triads averaged over three seeds is about 0.08, under the detector's threshold
-of 0.1 (``benchmarks/results/surrogate_games_round2.json`` has 40 seeds). Its quiet side is
-checked here; its firing side only on constructed matrices (``test_game_detectors.py``).
+Cycling cannot fire in the game presets' own design (six members per role in two dimensions):
+there even snapshots that share nothing cycle in 0.03 of their triads at spread/noise 10 and in
+0.10 at the noise-free rule (``benchmarks/results/cycling_ceiling.json``), because the CIAO cell
+averages 36 pairings. Its firing configuration is therefore a smaller, wider design (two members
+per role, six dimensions, members spread hundreds of noise widths apart by exploring variation),
+where random snapshots cycle in 0.15 of their triads; its quiet side is the same configuration
+on ``compare_on_one``, whose rule is transitive. Both are decided before they are played (the
+members move by variation, not learning), so this controls the instrument, not the claim that
+co-evolution chases its tail.
 """
 
 from __future__ import annotations
@@ -28,8 +33,23 @@ R1 = ("population.init_std=0.1", "environment.options.exploration=0.5")  # sprea
 R2 = ("population.init_std=0.3", "environment.options.exploration=0.1")  # spread ~ noise
 WIDE = ("population.init_std=1.0", "environment.options.exploration=0.1")  # spread >> noise
 
+# Two members per role in six dimensions, spread far beyond the noise by exploring variation.
+SMALL_WIDE = (
+    "population.teachers=2",
+    "population.students=2",
+    "evolution.cull_fraction=0.5",
+    "environment.options.dims=6",
+    "population.init_std=1.0",
+    "environment.options.exploration=0.1",
+    "evolution.operators.svd_merge=0",
+    "evolution.operators.gaussian=1.0",
+    "evolution.operator_params.gaussian.sigma=0.3",
+    "evolution.operator_params.gaussian.fraction=1.0",
+)
+
 CONTROLS = {
     # detector: ((preset, overrides) that must fire it, (preset, overrides) that must not)
+    "cycling": (("game-intransitive", SMALL_WIDE), ("game-compare-on-one", SMALL_WIDE)),
     "disengagement": (("game-intransitive", WIDE), ("game-intransitive", R1)),
     "collapse": (
         ("game-ladder", ("environment.options.coupling=1.0",)),
