@@ -409,6 +409,18 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
     c1 = {k.split("/")[1]: v for k, v in runs.items() if k.startswith("c1/")}
     c2 = {k.split("/")[1]: v for k, v in runs.items() if k.startswith("c2/")}
     out: dict[str, Any] = {"seeds": sorted({int(s) for s in (*c1, *c2)})}
+    by_lr: dict[str, list[dict[str, Any]]] = {}
+    for key, run in runs.items():
+        if key.startswith("c1@lr"):
+            by_lr.setdefault(key.split("/")[0].removeprefix("c1@lr"), []).append(run)
+    if by_lr:  # exploratory (LEARNING_CHECK.md, amendment 2026-11-26 b): no decision
+        out["exploratory_c1_by_lr"] = {
+            lr: {
+                "C1a": t_interval([r["C1a"] for r in rows]),
+                "C1b": t_interval([r["C1b"] for r in rows]),
+            }
+            for lr, rows in sorted(by_lr.items())
+        }
     decisions: dict[str, Any] = {}
     if c1:
         a = t_interval([r["C1a"] for r in c1.values()])
@@ -521,7 +533,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--model", help="base model path or id (default: the tiny preset's); use its own --out"
     )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        help="exploratory: run C1 at this learning rate (stored as c1@lrLR/SEED, never decided on)",
+    )
     args = parser.parse_args(argv)
+    if args.lr is not None and set(args.part) - {"c1"}:
+        parser.error("--lr runs C1 only (--part c1)")
     if args.model:
         os.environ["REDQUEEN_LEARNING_CHECK_MODEL"] = args.model
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -556,11 +575,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     for part, seed, cell in jobs:
         key = f"{part}/{seed}" if cell is None else f"dose/{cell[0]}x{cell[1]}/{seed}"
+        if args.lr is not None:
+            key = f"c1@lr{args.lr:g}/{seed}"
         if key in result["runs"]:
             continue
         print(f"learning_check: {key} ...", file=sys.stderr, flush=True)
         if part == "c1":
-            result["runs"][key] = run_c1(seed)
+            result["runs"][key] = run_c1(seed, lr=args.lr)
         elif part == "c2":
             result["runs"][key] = run_c2(seed)
         else:
