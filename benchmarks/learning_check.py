@@ -596,7 +596,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _code_version() -> str:
-    """The checkout's commit (short), with ``+changes`` if tracked files differ from it."""
+    """The checkout's commit (short), with ``+changes`` if tracked files other than the
+    committed results differ from it."""
     root = Path(__file__).resolve().parents[1]
 
     def git(*args: str) -> str:
@@ -604,7 +605,10 @@ def _code_version() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"
+    )
+    return commit + ("+changes" if changed else "")
 
 
 if __name__ == "__main__":
