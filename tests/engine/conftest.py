@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    OPTConfig,
+    OPTForCausalLM,
+    PreTrainedTokenizerFast,
+)
 
 from redqueen.assets import tiny_coder_path
 
@@ -56,6 +62,20 @@ def build_tiny_model_dir(path: Path, *, seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def small_opt_model() -> OPTForCausalLM:
+    """A 1-layer OPT with random weights: a causal LM that is not Llama-shaped."""
+    config = OPTConfig(
+        vocab_size=104,
+        hidden_size=16,
+        ffn_dim=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        word_embed_proj_dim=16,
+        max_position_embeddings=64,
+    )
+    return OPTForCausalLM(config)
 
 
 @pytest.fixture(autouse=True)

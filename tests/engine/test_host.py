@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 from peft import PeftModel
-from transformers import AutoModelForCausalLM, OPTConfig, OPTForCausalLM
+from transformers import AutoModelForCausalLM
 
 from redqueen.engine import AdapterHost, Generation, SamplingParams
 from redqueen.genomes import LoRAGenome, lora_shapes
+from tests.engine.conftest import small_opt_model
 
 PROMPTS = ["def f(x):", "hello world, this is longer", "ab", "x = [1, 2]"]
 GREEDY = SamplingParams(max_new_tokens=10, temperature=0.0)
@@ -209,17 +210,8 @@ def test_batches_larger_than_max_batch_size_are_chunked(tiny_coder_dir, host):
 def test_auto_backend_is_static_for_llama_models_and_hf_for_others(tiny_model_dir):
     assert AdapterHost(tiny_model_dir).backend_name == "static"
     assert AdapterHost(tiny_model_dir, backend="hf").backend_name == "hf"
-    config = OPTConfig(
-        vocab_size=104,
-        hidden_size=16,
-        ffn_dim=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        word_embed_proj_dim=16,
-        max_position_embeddings=64,
-    )
     other = AdapterHost(
-        OPTForCausalLM(config), tokenizer=tiny_model_dir, target_modules=["q_proj", "v_proj"]
+        small_opt_model(), tokenizer=tiny_model_dir, target_modules=["q_proj", "v_proj"]
     )
     assert other.backend_name == "hf"
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 from scipy import stats
-from transformers import OPTConfig, OPTForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from transformers import Qwen2Config, Qwen2ForCausalLM
 
 from redqueen.engine import AdapterHost, SamplingParams
 from redqueen.engine.backends import BACKENDS, StaticBackend
 from redqueen.engine.backends._decode_state import DecodeState
 from redqueen.engine.backends._decoder import UnsupportedModelError
 from redqueen.genomes import LoRAGenome
+from tests.engine.conftest import small_opt_model
 
 PROMPTS = ["def f(x):", "hello world, this is longer", "ab", "x = [1, 2]", "def f(x):"]
 ROWS = ["a", "b", None, "c", "a"]
@@ -218,18 +219,9 @@ def test_host_runs_the_static_backend_by_name(tiny_model_dir):
 
 
 def test_unsupported_architecture_names_the_hf_backend(tiny_model_dir):
-    config = OPTConfig(
-        vocab_size=104,
-        hidden_size=16,
-        ffn_dim=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        word_embed_proj_dim=16,
-        max_position_embeddings=64,
-    )
     with pytest.raises(UnsupportedModelError, match="backend 'hf'"):
         AdapterHost(
-            OPTForCausalLM(config),
+            small_opt_model(),
             tokenizer=tiny_model_dir,
             target_modules=["q_proj", "v_proj"],
             backend="static",

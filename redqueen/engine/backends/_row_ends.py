@@ -71,7 +71,8 @@ class RowEnds:
         full: list[Sequence[int]] = [[0] * count for _ in self.lengths]
         for row, tokens in zip(rows, new_tokens, strict=True):
             full[row] = tokens
-        missing = [r for r, n in enumerate(self.lengths) if n is None and r not in set(rows)]
+        listed = set(rows)
+        missing = [r for r, n in enumerate(self.lengths) if n is None and r not in listed]
         if missing:
             raise ValueError(f"RowEnds.scan_rows: rows {missing} are running but not scanned")
         self.scan(full)
