@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import json
 import platform
 import sys
@@ -259,6 +260,10 @@ def main(argv: list[str] | None = None) -> dict:
     )
     host.eos_token_ids = set()  # fixed-length decoding: every variant makes the same tokens
     static = BACKENDS["static"](host)  # the compiled path, over the same model and adapters
+    segmented = compiled = static
+    if "dense_lora" in inspect.signature(BACKENDS["static"]).parameters:  # older code: neither
+        segmented = BACKENDS["static"](host, dense_lora=False)
+        compiled = BACKENDS["static"](host, compile_step=True)
     rng = torch.Generator().manual_seed(0)
     names = [f"a{i}" for i in range(n_adapters)]
     genomes = {
@@ -339,6 +344,9 @@ def main(argv: list[str] | None = None) -> dict:
         f"peft_mixed_{n_adapters}": lambda t: hf_generate(peft_model, t, adapter_names=mixed_rows),
         f"sequential_{n_adapters}": sequential,
         "static_one_adapter": lambda t: ours([names[0]] * batch, prompts, t, static),
+        f"static_segmented_mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t, segmented),
+        "static_compiled_no_adapter": lambda t: ours([None] * batch, prompts, t, compiled),
+        f"static_compiled_mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t, compiled),
     }
     if args.variants:
         unknown = set(args.variants) - set(variants)
@@ -362,8 +370,10 @@ def main(argv: list[str] | None = None) -> dict:
         "mean_tokens_before_first_difference": round(sum(agree_to) / batch, 2),
         "tokens": 16,
     }
-    print(f"static backend greedy tokens identical to hf (mixed batch): {same_greedy} "
-          f"{greedy_agreement}")
+    print(
+        f"static backend greedy tokens identical to hf (mixed batch): {same_greedy} "
+        f"{greedy_agreement}"
+    )
     bandwidth = args.bandwidth_gbs or next(
         (
             v
@@ -404,8 +414,9 @@ def main(argv: list[str] | None = None) -> dict:
     rounds = [(r, label) for r in range(repeats) for label in variants]
     for round_index, label in rounds:
         fn = variants[label]
-        if round_index == 0:
-            timed(device, lambda fn=fn: fn(4))  # warm-up: kernels, allocator, caches
+        if round_index == 0:  # warm-up: kernels, allocator, caches (compilation: full length)
+            warm = new_tokens if "compiled" in label else 4
+            timed(device, lambda fn=fn, warm=warm: fn(warm))
         cpu_start = time.process_time()
         tokens, seconds = timed(device, lambda fn=fn: fn(new_tokens))
         # Process CPU time leaves out the time other processes on a shared machine took the

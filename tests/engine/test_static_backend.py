@@ -36,11 +36,12 @@ def host(tiny_coder_dir) -> AdapterHost:
     return with_adapters(AdapterHost(tiny_coder_dir))
 
 
-@pytest.fixture(params=["eager", "fixed_shapes"])
+@pytest.fixture(params=["eager", "fixed_shapes", "eager_dense", "fixed_shapes_dense"])
 def static(request, host) -> StaticBackend:
-    """The static backend, eager, or with the fixed shapes a CUDA graph captures (run eagerly)."""
-    backend = BACKENDS["static"](host)
-    backend.static_shapes = request.param == "fixed_shapes"
+    """The static backend, eager, or with the fixed shapes a CUDA graph captures (run eagerly);
+    its adapters applied in segments (the CPU's form) or dense (CUDA's)."""
+    backend = BACKENDS["static"](host, dense_lora=request.param.endswith("_dense"))
+    backend.static_shapes = request.param.startswith("fixed_shapes")
     return backend
 
 
@@ -210,12 +211,40 @@ def test_adapter_changes_reach_the_stacked_factors(host):
     assert [g.token_ids for g in after] == [g.token_ids for g in before]
 
 
+def test_fused_projections_share_the_model_weights_and_follow_them(tiny_coder_dir):
+    host = with_adapters(AdapterHost(tiny_coder_dir))
+    backend = BACKENDS["static"](host)
+    attn = host.model.model.layers[0].self_attn
+    fused = backend.decoder.layers[0].qkv.weight
+    assert attn.q_proj.weight.data_ptr() == fused.data_ptr()  # a view: no second copy
+    second = BACKENDS["static"](host)  # a second decoder shares the fused weights
+    assert second.decoder.layers[0].qkv.weight is fused
+    assert not backend.decoder.check_weights()
+    greedy = SamplingParams(max_new_tokens=8, temperature=0.0)
+    before = both(host, backend, PROMPTS, ROWS, greedy)[1]
+    with torch.no_grad():  # new storage and new values, as after a move of the model
+        for layer in host.model.model.layers:
+            for proj in (layer.self_attn.k_proj, layer.mlp.up_proj):
+                proj.weight.data = proj.weight.data.clone() * 1.5
+    hf, ours = both(host, backend, PROMPTS, ROWS, greedy)
+    assert_same(ours, hf)
+    assert [g.token_ids for g in ours] != [g.token_ids for g in before]
+
+
 def test_host_runs_the_static_backend_by_name(tiny_model_dir):
     host = AdapterHost(tiny_model_dir, backend="static")
     assert isinstance(host.backend, StaticBackend)
     host.add_adapter("a", random_genome(host, 0))
     out = host.generate(["ab", "abc"], ["a", None], SamplingParams(max_new_tokens=4, seed=0, n=2))
     assert len(out) == 4 and all(1 <= len(g.token_ids) <= 4 for g in out)
+
+
+def test_compiled_backend_is_chosen_by_name(tiny_model_dir):
+    host = AdapterHost(tiny_model_dir, backend="static_compiled")
+    assert host.backend_name == "static_compiled"
+    assert isinstance(host.backend, StaticBackend)
+    assert hasattr(host.backend.decoder.step, "_torchdynamo_orig_callable")  # compiled
+    assert not hasattr(BACKENDS["static"](host).decoder.step, "_torchdynamo_orig_callable")
 
 
 def test_unsupported_architecture_names_the_hf_backend(tiny_model_dir):
@@ -229,9 +258,10 @@ def test_unsupported_architecture_names_the_hf_backend(tiny_model_dir):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
-def test_cuda_graphs_match_hf(tiny_coder_dir):
+@pytest.mark.parametrize("compile_step", [False, True], ids=["eager_step", "compiled_step"])
+def test_cuda_graphs_match_hf(tiny_coder_dir, compile_step):
     host = with_adapters(AdapterHost(tiny_coder_dir, device="cuda", dtype=torch.float32))
-    backend = BACKENDS["static"](host)
+    backend = BACKENDS["static"](host, compile_step=compile_step)
     assert backend.use_graphs
     for params in (
         SamplingParams(max_new_tokens=12, temperature=0.0),

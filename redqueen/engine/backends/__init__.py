@@ -5,7 +5,8 @@ samples completions for a batch of token-id prompts, each row with its own adapt
 and is told when adapter weights change, so that a backend which keeps its own copy of the
 weights (a vLLM engine, say) can refresh it. ``"hf"`` decodes with the host's own PyTorch model;
 ``"static"`` runs the same weights through a compiled decode path (static KV cache, stacked
-multi-LoRA factors, device sampling, CUDA graphs on a GPU) for Llama/Qwen2-style models;
+multi-LoRA factors, device sampling, CUDA graphs on a GPU) for Llama/Qwen2-style models,
+and ``"static_compiled"`` the same with its decode step compiled by ``torch.compile``;
 ``"vllm"`` (the ``vllm`` extra) decodes with a multi-LoRA vLLM engine.
 
 A new backend::
@@ -23,7 +24,14 @@ from __future__ import annotations
 
 from redqueen.engine.backends._base import BACKENDS, GenerationBackend
 from redqueen.engine.backends._hf import HFBackend
-from redqueen.engine.backends._static import StaticBackend
+from redqueen.engine.backends._static import CompiledStaticBackend, StaticBackend
 from redqueen.engine.backends.vllm_backend import VLLMBackend  # imports vllm only when built
 
-__all__ = ["BACKENDS", "GenerationBackend", "HFBackend", "StaticBackend", "VLLMBackend"]
+__all__ = [
+    "BACKENDS",
+    "CompiledStaticBackend",
+    "GenerationBackend",
+    "HFBackend",
+    "StaticBackend",
+    "VLLMBackend",
+]

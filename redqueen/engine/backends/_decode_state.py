@@ -56,7 +56,7 @@ class DecodeState:
         self.logprobs_out = torch.zeros(rows, capacity, dtype=torch.float32, device=device)
         # Graph runs sample through this one, loaded with each call's settings.
         self.sampler = DeviceSampler([], None, steps=capacity, device=device, rows=rows)
-        self._routes: dict[tuple[int, int], LoRARouting] = {}
+        self._routes: dict[tuple, LoRARouting] = {}
         self._graphs: dict[tuple, torch.cuda.CUDAGraph] = {}
 
     def outputs(self, rows: int, steps: int) -> tuple[Tensor, Tensor]:
@@ -113,18 +113,25 @@ class DecodeState:
         self.column.add_(1)
 
     def static_routing(self, route: LoRARouting) -> LoRARouting:
-        """Copy a LoRA routing into this state's fixed buffers for its ``(slots, seg)``."""
-        fixed = self._routes.get((route.slots, route.seg))
+        """Copy a LoRA routing into this state's fixed buffers for its shapes."""
+        masks = route.masks or {}
+        key = (route.slots, route.seg, tuple(sorted((w, m.shape) for w, m in masks.items())))
+        fixed = self._routes.get(key)
         if fixed is None:
             fixed = LoRARouting(
                 gather=torch.empty_like(route.gather),
                 scatter=torch.empty_like(route.scatter),
                 slots=route.slots,
                 seg=route.seg,
+                masks=None
+                if route.masks is None
+                else {w: torch.empty_like(m) for w, m in masks.items()},
             )
-            self._routes[(route.slots, route.seg)] = fixed
+            self._routes[key] = fixed
         fixed.gather.copy_(route.gather)
         fixed.scatter.copy_(route.scatter)
+        for w, m in masks.items():
+            fixed.masks[w].copy_(m)  # type: ignore[index]
         return fixed
 
     def graph(

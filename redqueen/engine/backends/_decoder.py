@@ -11,6 +11,7 @@ addresses and can be captured in a CUDA graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -19,7 +20,13 @@ from torch.nn import functional as F
 from redqueen.engine._lora_layer import MultiLoRALinear
 from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "KVCache", "StaticDecoder", "UnsupportedModelError"]
+__all__ = [
+    "SUPPORTED_MODEL_TYPES",
+    "KVCache",
+    "StaticDecoder",
+    "UnsupportedModelError",
+    "projection_groups",
+]
 
 #: ``config.model_type`` values whose decoder layers this forward reproduces exactly.
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = ("llama", "qwen2", "mistral")
@@ -46,19 +53,115 @@ class KVCache:
     valid: Tensor
 
 
-class _Layer:
-    """One decoder layer's modules and where its projections sit in the LoRA stack."""
+class _Group:
+    """Projections that read the same input, run as one product over fused base weights.
 
-    def __init__(self, layer: nn.Module, lora_index: dict[int, int]) -> None:
+    The members' weights are concatenated along their outputs once, and each member's own
+    weight (and bias) becomes a view into the fused tensor: no second copy of the weights, and
+    the model's modules compute exactly what they did. :meth:`current` tells whether the
+    members still point into the fused tensor (a later ``model.to(...)`` would give them new
+    storage).
+    """
+
+    def __init__(self, members: list[Any]) -> None:
+        self.members = members
+        self.sizes = [m.out_features for m in members]
+        self.lora: int | None = None  # index in the LoRA stack, if any member has adapters
+        self.width = 0  # stacked LoRA width, set with the stack's rank
+        self.fuse()
+
+    def fuse(self) -> None:
+        """(Re)build the fused weight and bias and point the members' parameters into them.
+
+        Decoders over the same model share one fused tensor (kept on the first member), so a
+        second decoder neither copies the weights again nor moves them from under the first.
+        """
+        members = self.members
+        kept = getattr(members[0], "_fused_projections", None)
+        if kept is not None and kept[0] == [id(m) for m in members] and _views_of(kept, members):
+            self.weight, self.bias = kept[1], kept[2]
+        else:
+            self.weight, self.bias = self._build()
+            if len(members) > 1:
+                kept = ([id(m) for m in members], self.weight, self.bias)
+                setattr(members[0], "_fused_projections", kept)  # noqa: B010
+        self._pointers = [(m.weight.data_ptr(), m.weight.shape) for m in members]
+
+    def _build(self) -> tuple[Tensor, Tensor | None]:
+        members = self.members
+        if len(members) == 1:
+            return members[0].weight, members[0].bias
+        with torch.no_grad():
+            weight = torch.cat([m.weight for m in members])
+            for m, view in zip(members, weight.split(self.sizes), strict=True):
+                m.weight.data = view
+            biases = [m.bias for m in members]
+            if all(b is None for b in biases):
+                return weight, None
+            if all(b is not None for b in biases):
+                bias = torch.cat(biases)
+                for m, view in zip(members, bias.split(self.sizes), strict=True):
+                    m.bias.data = view
+                return weight, bias
+            # Some members without a bias: a zero one in their place, copied (not shared).
+            return weight, torch.cat(
+                [
+                    m.bias if m.bias is not None else m.weight.new_zeros(n)
+                    for m, n in zip(members, self.sizes, strict=True)
+                ]
+            )
+
+    def current(self) -> bool:
+        """Whether every member's weight is still the fused tensor's view."""
+        return self._pointers == [(m.weight.data_ptr(), m.weight.shape) for m in self.members]
+
+
+def _views_of(kept: tuple, members: list[nn.Linear]) -> bool:
+    """Whether the members' weights are still the rows of the kept fused weight."""
+    weight, offset = kept[1], 0
+    for m in members:
+        if m.weight.data_ptr() != weight[offset].data_ptr() or m.weight.shape[0] + offset > len(
+            weight
+        ):
+            return False
+        offset += m.weight.shape[0]
+    return offset == len(weight)
+
+
+class _Layer:
+    """One decoder layer's modules, its projections in four fused groups."""
+
+    def __init__(self, layer: nn.Module) -> None:
         attn, mlp = layer.self_attn, layer.mlp
         self.in_norm = layer.input_layernorm
         self.post_norm = layer.post_attention_layernorm
         self.act = mlp.act_fn
-        self.proj = {
-            name: getattr(attn if name in _PROJECTIONS[:4] else mlp, name) for name in _PROJECTIONS
-        }
-        self.lora = {name: lora_index.get(id(m)) for name, m in self.proj.items()}
+        self.qkv = _Group([attn.q_proj, attn.k_proj, attn.v_proj])
+        self.o = _Group([attn.o_proj])
+        self.gate_up = _Group([mlp.gate_proj, mlp.up_proj])
+        self.down = _Group([mlp.down_proj])
+        self.groups = (self.qkv, self.o, self.gate_up, self.down)
         self.scaling = float(getattr(attn, "scaling", attn.head_dim**-0.5))
+
+
+def projection_groups(model: nn.Module) -> list[list[nn.Linear]]:
+    """The linear layers of a Llama-style model grouped by input, in :class:`StaticDecoder`
+    order: per decoder layer ``[q, k, v], [o], [gate, up], [down]``.
+
+    Raises:
+        UnsupportedModelError: If the model is not a Llama/Qwen2-style decoder.
+    """
+    _check_supported(model)
+    groups = []
+    for layer in model.model.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        groups += [
+            [attn.q_proj, attn.k_proj, attn.v_proj],
+            [attn.o_proj],
+            [mlp.gate_proj, mlp.up_proj],
+            [mlp.down_proj],
+        ]
+    return groups
 
 
 class StaticDecoder:
@@ -82,12 +185,31 @@ class StaticDecoder:
         self.rotary = inner.rotary_emb
         self.lm_head = model.lm_head
         self.lora = lora
-        index = {id(layer): i for i, layer in enumerate(lora.layers)}
-        self.layers = [_Layer(layer, index) for layer in inner.layers]
+        self.layers = [_Layer(layer) for layer in inner.layers]
+        index = {tuple(map(id, g)): i for i, g in enumerate(lora.groups)}
+        for layer in self.layers:
+            for group in layer.groups:
+                if any(isinstance(m, MultiLoRALinear) for m in group.members):
+                    group.lora = index[tuple(map(id, group.members))]
         self.heads = config.num_attention_heads
         self.kv_heads = getattr(config, "num_key_value_heads", None) or self.heads
         self.head_dim = inner.layers[0].self_attn.head_dim
         self.gqa = self.kv_heads != self.heads
+
+    def check_weights(self) -> bool:
+        """Fuse the projections' weights again where the model's parameters moved (a
+        ``model.to(...)`` after construction); cheap when nothing moved.
+
+        Returns:
+            Whether any group was fused again (graphs captured before read the old weights).
+        """
+        moved = False
+        for layer in self.layers:
+            for group in layer.groups:
+                if not group.current():
+                    group.fuse()
+                    moved = True
+        return moved
 
     # -- storage ---------------------------------------------------------------------------
 
@@ -196,15 +318,27 @@ class StaticDecoder:
 
     # -- one layer -------------------------------------------------------------------------
 
-    def _linear(self, layer: _Layer, name: str, x: Tensor, route: LoRARouting | None) -> Tensor:
-        module = layer.proj[name]
-        y = F.linear(x, module.weight, module.bias)
-        index = layer.lora[name]
-        if route is None or index is None:
+    def _project(self, group: _Group, x: Tensor, route: LoRARouting | None) -> Tensor:
+        """One group's fused product, its adapters' deltas added (dense or segmented)."""
+        y = F.linear(x, group.weight, group.bias)
+        if route is None or group.lora is None:
             return y
-        a, b = self.lora.factors(index, route.slots)  # (slots, in, r), (slots, r, out)
+        if route.masks is not None:
+            a, b = self.lora.dense_factors(group.lora, route.slots)  # (in, S*R), (S*R, out)
+            t = (x.reshape(-1, x.shape[-1]) @ a).view(x.shape[0], -1, a.shape[1])
+            t.mul_(route.masks[b.shape[0] // route.slots][:, None])
+            y.view(-1, y.shape[-1]).addmm_(t.view(-1, a.shape[1]), b)
+            return y
+        a, b = self.lora.factors(group.lora, route.slots)  # (slots, in, R), (slots, R, out)
         xs = x.index_select(0, route.gather).view(route.slots, -1, x.shape[-1])
-        delta = torch.bmm(torch.bmm(xs, a), b)  # (slots, seg * seq, out)
+        t = torch.bmm(xs, a)  # (slots, seg * seq, R)
+        # Each member's own block of B: a sum over its rank alone, as its layer computes it.
+        rank, col, parts = self.lora.rank, 0, []
+        for j, size in enumerate(group.sizes):
+            block = slice(j * rank, (j + 1) * rank)
+            parts.append(torch.bmm(t[..., block], b[:, block, col : col + size]))
+            col += size
+        delta = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
         delta = delta.view(route.slots * route.seg, x.shape[1], -1)
         return y.add_(delta.index_select(0, route.scatter))
 
@@ -213,22 +347,12 @@ class StaticDecoder:
     ) -> tuple[Tensor, Tensor, Tensor]:
         batch, seq = x.shape[:2]
         h = layer.in_norm(x)
-        q = (
-            self._linear(layer, "q_proj", h, route)
-            .view(batch, seq, -1, self.head_dim)
-            .transpose(1, 2)
-        )
-        k = (
-            self._linear(layer, "k_proj", h, route)
-            .view(batch, seq, -1, self.head_dim)
-            .transpose(1, 2)
-        )
-        v = (
-            self._linear(layer, "v_proj", h, route)
-            .view(batch, seq, -1, self.head_dim)
-            .transpose(1, 2)
-        )
-        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin, v
+        qkv = self._project(layer.qkv, h, route).view(batch, seq, -1, self.head_dim)
+        qkv = qkv.transpose(1, 2)  # (batch, heads + 2 * kv_heads, seq, head_dim)
+        rotated = self.heads + self.kv_heads  # q and k, rotated together
+        qk = qkv[:, :rotated]
+        qk = qk * cos + _rotate_half(qk) * sin
+        return qk[:, : self.heads], qk[:, self.heads :], qkv[:, rotated:]
 
     def _finish_layer(
         self,
@@ -245,11 +369,10 @@ class StaticDecoder:
             q, k, v, attn_mask=attend, scale=layer.scaling, enable_gqa=self.gqa
         )  # (batch, heads, seq, head_dim)
         attn = attn.transpose(1, 2).reshape(batch, seq, -1)
-        x = x + self._linear(layer, "o_proj", attn, route)
+        x = x + self._project(layer.o, attn, route)
         h = layer.post_norm(x)
-        gate = self._linear(layer, "gate_proj", h, route)
-        up = self._linear(layer, "up_proj", h, route)
-        return x + self._linear(layer, "down_proj", layer.act(gate) * up, route)
+        gate, up = self._project(layer.gate_up, h, route).split(layer.gate_up.sizes, dim=-1)
+        return x + self._project(layer.down, layer.act(gate) * up, route)
 
 
 def _rotate_half(x: Tensor) -> Tensor:

@@ -1,15 +1,34 @@
-"""The adapters' LoRA factors stacked per layer, applied to a mixed batch in segments.
+"""The adapters' LoRA factors stacked per projection group, applied to a mixed batch at once.
 
 Punica (SGMV) and S-LoRA keep every adapter's factors in one stacked tensor and run the rows
-of each adapter as one segment. Here that is, per projection and for the whole batch::
+of each adapter together. Here the unit is a *projection group*: the projections that read the
+same input (``q, k, v``; ``gate, up``; ``o``; ``down``), whose base weights the decoder runs as
+one product. A group's factors are stacked over adapter slots, with its members' ``A`` side by
+side (width ``R = members * rank``) and their ``B`` block-diagonal, so that one pair of
+products serves the whole group. Two ways to apply them, the same arithmetic:
 
-    xs = x[gather]                          # rows grouped by adapter: (slots * seg, ...)
-    delta = bmm(bmm(xs, A[slot]), B[slot])  # one batched product per factor, all adapters
-    y += delta[scatter]                     # back to batch order
+* **segmented**: rows grouped by slot, one batched product per factor::
 
-``A`` is ``(slots, in, r)`` and ``B`` ``(slots, r, out)`` with the scaling folded in; slot 0
-holds zeros, for rows without an adapter and for the padding of short segments. ``gather`` and
-``scatter`` are built once per batch, so a decode step does the same few kernels whatever the
+      xs = x[gather]                          # rows grouped by adapter: (slots * seg, ...)
+      delta = bmm(bmm(xs, A[slot]), B[slot])  # all adapters at once
+      y += delta[scatter]                     # back to batch order
+
+* **dense** (the default): every slot's ``A`` in one matrix, the columns of other slots
+  masked out, then one accumulating product::
+
+      t = (x @ A_all) * mask                  # (rows, slots * R); mask: the row's slot only
+      y += t @ B_all                          # addmm, in place
+
+  Four kernels per group whatever the number of adapters, and no gather or scatter: on a
+  GPU, where a decode step is bound by its number of kernels rather than by arithmetic, this
+  costs least. A row's sums are those of its own adapter alone (the other slots add exact
+  zeros), whatever the batch around it; in the segmented form the shapes of the batched
+  products change with the batch, and on the CPU that was seen to move a float32 sample. The
+  dense form's extra arithmetic, every slot's ``A`` for every row, grows with the number of
+  adapters: with many adapters on a CPU the segmented form can be faster.
+
+Slot 0 holds zeros, for rows without an adapter and for the padding of short segments.
+Routings are built once per batch, so a decode step does the same few kernels whatever the
 number of adapters, with no Python work per adapter; with every segment padded to a fixed
 length the shapes are fixed too, and the step can be captured in a CUDA graph.
 """
@@ -20,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from redqueen.engine._lora_layer import MultiLoRALinear
 
@@ -29,23 +48,26 @@ __all__ = ["LoRARouting", "StackedLoRA"]
 
 @dataclass(frozen=True)
 class LoRARouting:
-    """Where each row of a batch goes in the segmented product.
+    """Where each row of a batch goes in the stacked product.
 
     Args:
         gather: ``(slots * seg,)`` batch row of each segment position (padding: any row).
         scatter: ``(rows,)`` segment position of each batch row.
         slots: Slots the product runs over (slot 0, the zero slot, included).
         seg: Rows per segment.
+        masks: Dense form only: per group width ``R``, ``(rows, slots * R)`` with ones on the
+            columns of each row's slot.
     """
 
     gather: Tensor
     scatter: Tensor
     slots: int
     seg: int
+    masks: dict[int, Tensor] | None = None
 
 
 class StackedLoRA:
-    """Stacked factors of the adapters in use, for a fixed list of multi-LoRA layers.
+    """Stacked factors of the adapters in use, for fixed projection groups.
 
     Slots are kept across calls: an adapter keeps its slot while it stays in use, and its
     factors are copied again only when they changed (a new tensor, an in-place update seen by
@@ -54,24 +76,40 @@ class StackedLoRA:
     :attr:`buffers_version` changes whenever they are reallocated.
 
     Args:
-        layers: The multi-LoRA layers, in the order :meth:`factors` indexes them.
+        groups: Projection groups, each the linear layers that read one input, in the order
+            :meth:`factors` indexes them; members that are not multi-LoRA layers keep zero
+            factors.
         dtype: Dtype of the stacked factors (the model's).
         device: Where the factors live.
+        dense: Keep ``A`` in the dense form's layout (``(in, slots, R)``) and build masks in
+            :meth:`routing`; otherwise the segmented form's (``(slots, in, R)``).
     """
 
     def __init__(
-        self, layers: Sequence[MultiLoRALinear], *, dtype: torch.dtype, device: torch.device
+        self,
+        groups: Sequence[Sequence[nn.Linear]],
+        *,
+        dtype: torch.dtype,
+        device: torch.device,
+        dense: bool = False,
     ) -> None:
-        self.layers = list(layers)
+        self.groups = [list(g) for g in groups]
+        self.layers = [m for g in self.groups for m in g if isinstance(m, MultiLoRALinear)]
         self.dtype = dtype
         self.device = device
+        self.dense = dense
         self.slots = 1  # slot 0: zeros
         self.rank = 0
         self.buffers_version = 0
-        self._a: list[Tensor] = []  # per layer: (slots, in, rank)
-        self._b: list[Tensor] = []  # per layer: (slots, rank, out)
+        self._a: list[Tensor] = []  # per group: (slots, in, R), dense (in, slots, R)
+        self._b: list[Tensor] = []  # per group: (slots, R, out), block-diagonal
         self._slot_of: dict[str, int] = {}
         self._keys: list[tuple | None] = [None]  # what each slot holds, to skip unchanged copies
+
+    @property
+    def widths(self) -> set[int]:
+        """The groups' stacked widths ``R = members * rank``."""
+        return {len(g) * self.rank for g in self.groups}
 
     def load(self, adapter_ids: Sequence[str]) -> dict[str, int]:
         """Make these adapters' current factors available; returns adapter id -> slot (>= 1).
@@ -107,13 +145,26 @@ class StackedLoRA:
                 self._keys[slot] = None
 
     def factors(self, index: int, slots: int) -> tuple[Tensor, Tensor]:
-        """``A (slots, in, r)`` and ``B (slots, r, out)`` of one layer, the first ``slots``."""
-        return self._a[index][:slots], self._b[index][:slots]
+        """Segmented form: ``A (slots, in, R)`` and ``B (slots, R, out)`` of one group."""
+        a = self._a[index]
+        a = a[:, :slots].transpose(0, 1) if self.dense else a[:slots]
+        return a, self._b[index][:slots]
+
+    def dense_factors(self, index: int, slots: int) -> tuple[Tensor, Tensor]:
+        """Dense form: ``A (in, slots * R)`` and ``B (slots * R, out)`` of one group (views).
+
+        Raises:
+            ValueError: If the stack keeps the segmented layout.
+        """
+        if not self.dense:
+            raise ValueError("this stack keeps the segmented layout (dense=False)")
+        a, b = self._a[index][:, :slots], self._b[index][:slots]
+        return a.reshape(a.shape[0], -1), b.reshape(-1, b.shape[-1])
 
     def routing(
         self, row_slots: Sequence[int], *, seg: int | None = None, all_slots: bool = False
     ) -> LoRARouting:
-        """Group the rows by slot (0: no adapter) for the segmented product.
+        """Group the rows by slot (0: no adapter) for the stacked product.
 
         Args:
             row_slots: Slot of each batch row.
@@ -135,11 +186,17 @@ class StackedLoRA:
             for j, row in enumerate(rows):
                 gather[slot * seg + j] = row
                 scatter[row] = slot * seg + j
+        masks = None
+        if self.dense:
+            onehot = torch.zeros(len(row_slots), slots, dtype=self.dtype)
+            onehot[torch.arange(len(row_slots)), torch.tensor(list(row_slots))] = 1
+            masks = {w: onehot.repeat_interleave(w, dim=1).to(self.device) for w in self.widths}
         return LoRARouting(
             gather=torch.tensor(gather, device=self.device),
             scatter=torch.tensor(scatter, device=self.device),
             slots=slots,
             seg=seg,
+            masks=masks,
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -155,20 +212,15 @@ class StackedLoRA:
         return max(ranks)
 
     def _allocate(self, slots: int, rank: int) -> None:
-        old_a, old_b, old_rank, old_slots = self._a, self._b, self.rank, self.slots
-        self._a = [
-            torch.zeros(slots, layer.in_features, rank, dtype=self.dtype, device=self.device)
-            for layer in self.layers
-        ]
-        self._b = [
-            torch.zeros(slots, rank, layer.out_features, dtype=self.dtype, device=self.device)
-            for layer in self.layers
-        ]
-        # Slots already filled keep their contents.
-        for i in range(len(old_a)):
-            self._a[i][:old_slots, :, :old_rank] = old_a[i]
-            self._b[i][:old_slots, :old_rank] = old_b[i]
-        self._keys += [None] * (slots - old_slots)
+        self._a, self._b = [], []
+        for group in self.groups:
+            width, size_in = len(group) * rank, group[0].in_features
+            out = sum(m.out_features for m in group)
+            shape = (size_in, slots, width) if self.dense else (slots, size_in, width)
+            self._a.append(torch.zeros(shape, dtype=self.dtype, device=self.device))
+            self._b.append(torch.zeros(slots, width, out, dtype=self.dtype, device=self.device))
+        # Every slot is written again at its next use (the block layout moved with the rank).
+        self._keys = [None] * slots
         self.slots, self.rank = slots, rank
         self.buffers_version += 1
 
@@ -179,17 +231,25 @@ class StackedLoRA:
         )
         if self._keys[slot] == (adapter_id, key):
             return
+        rank = self.rank
         with torch.no_grad():
-            for i, layer in enumerate(self.layers):
-                a_slot, b_slot = self._a[i][slot], self._b[i][slot]  # (in, rank), (rank, out)
+            for i, group in enumerate(self.groups):
+                a_slot = self._a[i][:, slot] if self.dense else self._a[i][slot]  # (in, R)
+                b_slot = self._b[i][slot]  # (R, out)
                 a_slot.zero_()
                 b_slot.zero_()
-                if adapter_id not in layer.adapters:
-                    continue
-                a, b, scaling = layer.adapters[adapter_id]
-                r = a.shape[0]
-                a_slot[:, :r] = a.detach().t().to(self.dtype)
-                b_slot[:r] = (b.detach() * scaling).t().to(self.dtype)
+                col = 0
+                for j, layer in enumerate(group):
+                    out = layer.out_features
+                    held = getattr(layer, "adapters", {})
+                    if adapter_id in held:
+                        a, b, scaling = held[adapter_id]
+                        r = a.shape[0]
+                        a_slot[:, j * rank : j * rank + r] = a.detach().t().to(self.dtype)
+                        b_slot[j * rank : j * rank + r, col : col + out] = (
+                            (b.detach() * scaling).t().to(self.dtype)
+                        )
+                    col += out
         self._keys[slot] = (adapter_id, key)
 
 
