@@ -70,6 +70,13 @@ RESAMPLES = 10_000
 # ARMS_RACE.md's smallest effects of interest for the "refuted at this power" rule.
 SMALLEST_EFFECTS = {"E1": 0.5, "E2": -0.005}
 
+#: Amendment of 2026-11-26: the continuous learning endpoint L1c (held-out gold log-likelihood
+#: change, nats per token), its smallest effect of interest and the solver roles it averages.
+L1C_SESOI = 0.01
+SOLVER_ROLES = ("student", "solo")
+#: Exact permutation tests enumerate every split up to this many; beyond, seeded random splits.
+EXACT_SPLITS = 200_000
+
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
@@ -103,6 +110,34 @@ def _run(condition: str, seed: int, steps: int, out: Path, common: Sequence[str]
     start = time.perf_counter()
     subprocess.run(argv, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     return time.perf_counter() - start
+
+
+def _evaluate_in_subprocess(out: Path, steps: int) -> None:
+    """:func:`evaluate_members` for one finished run, in a process of its own (one thread)."""
+    argv = [sys.executable, __file__, "--evaluate-members", str(out), "--steps", str(steps)]
+    subprocess.run(argv, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def _saved_members(out: Path, steps: int) -> dict[str, Any] | None:
+    """The run's member evaluation when it postdates the run's last checkpoint, else None."""
+    path = out / "arms_race_members.json"
+    last = out / "checkpoints" / f"step_{steps}" / "meta.json"
+    if not path.is_file() or not last.is_file() or path.stat().st_mtime < last.stat().st_mtime:
+        return None
+    report = json.loads(path.read_text())
+    return report if report.get("steps") == steps else None
+
+
+def _code_version() -> str:
+    """The commit the package ran from, marked ``+changes`` when its tree had uncommitted edits."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "redqueen") else "")
 
 
 def _finished(out: Path, steps: int) -> bool:
@@ -168,7 +203,11 @@ def endpoints(run_dir: Path, steps: int, eval_report: Any) -> dict[str, float]:
         float(np.mean((solve[keep] <= 0.1) | (solve[keep] >= 0.9))) if keep.any() else float("nan")
     )
     last_third = metrics[-max(1, len(metrics) // 3) :]
-    solvers = [s.pass_at_1 for s in eval_report.population if s.role in ("student", "solo")]
+    solvers = (
+        [s.pass_at_1 for s in eval_report.population if s.role in SOLVER_ROLES]
+        if eval_report is not None
+        else []
+    )
     return {
         "L1": float(np.mean(solvers)) - eval_report.base.pass_at_1 if solvers else float("nan"),
         "L2": float(metrics[-1].get("kl_from_base", np.nan)),
@@ -235,26 +274,182 @@ def _difference_ci(a: Sequence[float], b: Sequence[float], seed: int) -> dict[st
     }
 
 
-def analyse(per_seed: dict[str, dict[int, dict[str, float]]], seed: int = 0) -> dict[str, Any]:
-    """Per-condition CIs, per-hypothesis verdicts, following ARMS_RACE.md's decision rules."""
+def evaluate_members(run_dir: Path, steps: int) -> dict[str, Any]:
+    """L1c and its companions for every living solver of a run, each with its age.
+
+    With the learning check's instruments (``learning_check.Probe``: the ``tiny`` learner's
+    log-probabilities, the first 96 frozen ``code_output`` problems, the 64 reference tasks):
+    per solver (students, solo agents), the change from the base model of the held-out gold
+    answer's mean per-token log-likelihood (``e1_change``), of greedy pass@1 and of sampled
+    pass@1 (8 answers at temperature 1), and its exact KL from the base model; its age is
+    ``steps`` minus the step it was born at (``lineage.csv``'s ``origin_time``). Writes
+    ``arms_race_members.json`` into the run directory and returns its contents.
+    """
+    import csv
+
+    from learning_check import Probe, held_out_tasks, references
+
+    from redqueen.engine import exact_kl_from_base
+    from redqueen.genomes import LoRAGenome
+    from redqueen.verifiers import Executor
+
+    with (run_dir / "lineage.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    living = [
+        r
+        for r in rows
+        if not r.get("destruction_time")
+        and r.get("role") in SOLVER_ROLES
+        and (run_dir / "population" / r["name"] / "adapter_config.json").is_file()
+    ]
+    torch_threads = int(os.environ.get("ARMS_RACE_EVAL_THREADS", "1"))
+    import torch
+
+    torch.set_num_threads(torch_threads)
+    with Executor() as executor:
+        probe = Probe(0, executor)
+        held = held_out_tasks()
+        gold = probe.gold(held)
+        refs = references(probe)
+        base_ll = float(np.mean(probe.gold_loglik(None, gold)))
+        base_greedy = float(np.mean(probe.greedy(None, held)))
+        base_sampled = float(probe.correct(None, held, 8, seed=99).mean())
+        members = []
+        for row in living:
+            name = row["name"]
+            probe.host.set_adapter(name, LoRAGenome.from_peft(run_dir / "population" / name))
+            members.append(
+                {
+                    "name": name,
+                    "role": row["role"],
+                    "age": steps - int(float(row.get("origin_time") or 0)),
+                    "operator": row.get("operator") or None,
+                    "e1_change": float(np.mean(probe.gold_loglik(name, gold))) - base_ll,
+                    "greedy_change": float(np.mean(probe.greedy(name, held))) - base_greedy,
+                    "sampled_change": float(probe.correct(name, held, 8, seed=99).mean())
+                    - base_sampled,
+                    "exact_kl": float(exact_kl_from_base(probe.host, name, refs)),
+                }
+            )
+            probe.host.remove_adapter(name)
+    report = {
+        "steps": steps,
+        "base": {"gold_loglik": base_ll, "greedy": base_greedy, "sampled": base_sampled},
+        "members": members,
+    }
+    (run_dir / "arms_race_members.json").write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+def member_endpoints(report: dict[str, Any]) -> dict[str, float]:
+    """Run-level means over the solvers that have trained (age >= 1) of one member report."""
+    trained = [m for m in report["members"] if m["age"] >= 1]
+
+    def mean(key: str) -> float:
+        return float(np.mean([m[key] for m in trained])) if trained else float("nan")
+
+    return {
+        "L1c": mean("e1_change"),
+        "L1_greedy": mean("greedy_change"),
+        "L1_sampled": mean("sampled_change"),
+        "kl_exact": mean("exact_kl"),
+        "newborns": float(len(report["members"]) - len(trained)),
+    }
+
+
+def _t_ci(values: Sequence[float], seed: int = 0) -> dict[str, float]:
+    """Mean over seeds with a 95% t interval."""
+    data = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    n = len(data)
+    mean = float(data.mean()) if n else float("nan")
+    if n < 2:
+        return {"estimate": mean, "low": mean, "high": mean, "n": n}
+    half = float(stats.t.ppf(0.975, n - 1) * data.std(ddof=1) / np.sqrt(n))
+    return {"estimate": mean, "low": mean - half, "high": mean + half, "n": n}
+
+
+def permutation_p(x: np.ndarray, y: np.ndarray, seed: int = 0) -> float:
+    """Two-sided permutation p of the difference of means: every split of the pooled seeds
+    into groups of the two sizes when there are at most :data:`EXACT_SPLITS`, else that many
+    seeded random splits."""
+    import itertools
+    import math
+
+    pooled = np.concatenate([x, y])
+    observed = abs(x.mean() - y.mean())
+    total, n = len(pooled), len(x)
+    if math.comb(total, n) <= EXACT_SPLITS:
+        picks = np.array(list(itertools.combinations(range(total), n)))
+    else:
+        rng = np.random.default_rng(seed)
+        picks = np.argsort(rng.random((EXACT_SPLITS, total)), axis=1)[:, :n]
+    chosen = np.zeros((len(picks), total), dtype=bool)
+    np.put_along_axis(chosen, picks, True, axis=1)
+    first = (chosen * pooled).sum(1) / n
+    second = (~chosen * pooled).sum(1) / (total - n)
+    return float(np.mean(np.abs(first - second) >= observed - 1e-15))
+
+
+def _welch_ci(a: Sequence[float], b: Sequence[float], seed: int) -> dict[str, float]:
+    """Difference of means (a - b) with a 95% Welch t interval and a permutation p."""
+    x = np.asarray([v for v in a if np.isfinite(v)], dtype=float)
+    y = np.asarray([v for v in b if np.isfinite(v)], dtype=float)
+    if len(x) < 2 or len(y) < 2:
+        nan = float("nan")
+        return {"estimate": nan, "low": nan, "high": nan, "p_permutation": nan}
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    se = float(np.sqrt(vx + vy))
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1)) if se > 0 else 1.0
+    half = float(stats.t.ppf(0.975, df) * se)
+    diff = float(x.mean() - y.mean())
+    # The difference a two-sample t test (alpha 0.05) detects with 80% power at these sds.
+    power80 = float((stats.t.ppf(0.975, df) + stats.t.ppf(0.8, df)) * se)
+    return {
+        "estimate": diff,
+        "low": diff - half,
+        "high": diff + half,
+        "df": float(df),
+        "p_permutation": permutation_p(x, y, seed),
+        "detectable_at_80pct_power": power80,
+    }
+
+
+def analyse(
+    per_seed: dict[str, dict[int, dict[str, float]]], seed: int = 0, method: str = "bootstrap"
+) -> dict[str, Any]:
+    """Per-condition CIs, per-hypothesis verdicts, following ARMS_RACE.md's decision rules.
+
+    ``method="bootstrap"``: the original plan's percentile bootstrap. ``method="t"``: the
+    amendment of 2026-11-26: t intervals per condition, Welch t intervals and permutation
+    p-values for differences, and H1c (L1c, population minus lr0) as the learning gate:
+    supported when the permutation p is below 0.05 and the difference is at least
+    :data:`L1C_SESOI`.
+    """
     names = sorted({k for runs in per_seed.values() for row in runs.values() for k in row})
+    one, two = (_t_ci, _welch_ci) if method == "t" else (_ci, _difference_ci)
+    hypotheses = dict(HYPOTHESES)
+    if method == "t":
+        hypotheses["H1c"] = [("L1c", "population", "lr0", +1)]
 
     def column(cond: str, key: str) -> list[float]:
         return [row.get(key, float("nan")) for row in per_seed[cond].values()]
 
-    estimates = {cond: {key: _ci(column(cond, key), seed) for key in names} for cond in per_seed}
+    estimates = {cond: {key: one(column(cond, key), seed) for key in names} for cond in per_seed}
     verdicts: dict[str, Any] = {}
-    for name, checks in HYPOTHESES.items():
-        parts = []
+    for name, checks in hypotheses.items():
+        parts, missing = [], 0
         for endpoint, cond, other, sign in checks:
-            if cond not in per_seed or (other and other not in per_seed):
+            if cond not in per_seed or (other and other not in per_seed) or endpoint not in names:
+                missing += 1  # a condition not run (yet): the hypothesis stays undecided
                 continue
             ci = (
-                _difference_ci(column(cond, endpoint), column(other, endpoint), seed)
+                two(column(cond, endpoint), column(other, endpoint), seed)
                 if other
                 else estimates[cond][endpoint]
             )
             supported = (ci["low"] > 0) if sign > 0 else (ci["high"] < 0)
+            if name == "H1c":
+                supported = ci["p_permutation"] < 0.05 and ci["estimate"] >= L1C_SESOI
             parts.append(
                 {
                     "endpoint": endpoint,
@@ -267,14 +462,26 @@ def analyse(per_seed: dict[str, dict[int, dict[str, float]]], seed: int = 0) -> 
             )
         verdicts[name] = {
             "checks": parts,
-            "supported": bool(parts) and all(p["supported"] for p in parts),
+            "supported": bool(parts) and not missing and all(p["supported"] for p in parts),
+            "complete": not missing,
         }
-    learned = verdicts.get("H1", {}).get("supported", False)
+    gate = "H1c" if method == "t" else "H1"
+    learned = verdicts.get(gate, {}).get("supported", False)
     population = estimates.get("population", {})
     valid = population.get("E5", {}).get("estimate", float("nan"))
-    if not learned:
-        summary = "inner loop did not measurably learn (H1 not supported): arms-race endpoints not interpreted"
-    elif verdicts["H2"]["supported"] and verdicts["H3"]["supported"] and valid >= 0.5:
+    if learned and "selfplay" not in per_seed:
+        summary = (
+            f"learning seen ({gate} supported); the arms-race hypotheses need the conditions "
+            "not yet run (selfplay, no_replacement)"
+        )
+    elif not learned:
+        summary = f"inner loop did not measurably learn ({gate} not supported): arms-race endpoints not interpreted"
+    elif (
+        verdicts["H2"]["supported"]
+        and verdicts["H3"]["supported"]
+        and "selfplay" in per_seed
+        and valid >= 0.5
+    ):
         summary = "arms race seen (H2 and H3 supported, valid share >= 0.5)"
     elif all(
         population.get(endpoint, {}).get("low", np.nan) <= 0 <= population[endpoint]["high"]
@@ -284,7 +491,7 @@ def analyse(per_seed: dict[str, dict[int, dict[str, float]]], seed: int = 0) -> 
         summary = "arms race refuted at this power (E1 and E2 CIs include zero and are narrower than the smallest effects)"
     else:
         summary = "inconclusive at this power (see the CIs)"
-    return {"estimates": estimates, "hypotheses": verdicts, "summary": summary}
+    return {"estimates": estimates, "hypotheses": verdicts, "summary": summary, "method": method}
 
 
 def plot(per_run_series: dict[str, list[dict[str, list[float]]]], path: Path) -> None:
@@ -344,15 +551,73 @@ def plot_endpoints(result: dict[str, Any], path: Path) -> None:
             ax.plot(x + np.asarray(jitter), values, "o", color="0.6", markersize=3)
             est = result["estimates"].get(cond, {}).get(key)
             if est is not None:
-                ax.errorbar([x + 0.3], [est["estimate"]], fmt="s", color=f"C{x}", markersize=5,
-                            yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
-                            capsize=3)
+                ax.errorbar(
+                    [x + 0.3],
+                    [est["estimate"]],
+                    fmt="s",
+                    color=f"C{x}",
+                    markersize=5,
+                    yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
+                    capsize=3,
+                )
         ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
         ax.set_xticks(range(len(conditions)), conditions, rotation=30, ha="right", fontsize=8)
         ax.set_title(label, fontsize=9)
     seeds = ", ".join(str(s) for s in result.get("seeds", []))
-    fig.suptitle(f"arms race endpoints (seeds {seeds}; grey: per seed, square: mean, 95% CI)",
-                 fontsize=10)
+    fig.suptitle(
+        f"arms race endpoints (seeds {seeds}; grey: per seed, square: mean, 95% CI)", fontsize=10
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_members(result: dict[str, Any], path: Path) -> None:
+    """Every evaluated solver's held-out gold log-likelihood change against its age, and each
+    condition's L1c per seed with its mean and 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    conditions = list(result["members"])
+    for i, cond in enumerate(conditions):
+        pairs = [
+            (m["age"], m["e1_change"])
+            for report in result["members"][cond].values()
+            for m in report["members"]
+        ]
+        if pairs:
+            ages, changes = zip(*pairs, strict=True)
+            jitter = (i - (len(conditions) - 1) / 2) * 0.15
+            left.plot(np.asarray(ages) + jitter, changes, "o", ms=3, color=f"C{i}", label=cond)
+        values = [row["L1c"] for row in result["per_seed"][cond].values() if "L1c" in row]
+        right.plot(
+            np.full(len(values), i) + np.linspace(-0.1, 0.1, len(values)),
+            values,
+            "o",
+            ms=3,
+            color="0.6",
+        )
+        est = result["estimates"].get(cond, {}).get("L1c")
+        if est is not None:
+            right.errorbar(
+                [i + 0.3],
+                [est["estimate"]],
+                fmt="s",
+                color=f"C{i}",
+                yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
+                capsize=3,
+            )
+    for ax in (left, right):
+        ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
+    left.set_xlabel("age at the last step (steps since birth)")
+    left.set_ylabel("held-out gold log-likelihood change (nats/token)")
+    left.legend(fontsize=8)
+    left.set_title("every living solver", fontsize=9)
+    right.set_xticks(range(len(conditions)), conditions)
+    right.set_title("L1c per seed (grey), mean and 95% t interval", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -413,8 +678,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="only redraw <name>_endpoints.png from the existing <name>.json in --out (no runs)",
     )
+    parser.add_argument(
+        "--members",
+        action="store_true",
+        help="amendment of 2026-11-26: evaluate every living solver with its age (L1c and "
+        "companions, arms_race_members.json in each run) right after its run, instead of the "
+        "suite's greedy evaluation",
+    )
+    parser.add_argument(
+        "--stats",
+        choices=("bootstrap", "t"),
+        default="bootstrap",
+        help="bootstrap: the original plan; t: the amendment of 2026-11-26 (t intervals, "
+        "Welch t and permutation tests, H1c as the learning gate)",
+    )
+    parser.add_argument("--evaluate-members", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.evaluate_members is not None:
+        return evaluate_members(args.evaluate_members, args.steps)
     if args.replot:
         saved = json.loads((args.out / f"{args.name}.json").read_text())
         plot_endpoints(saved, args.out / f"{args.name}_endpoints.png")
@@ -427,13 +709,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for job in jobs
         if job[0] not in args.reuse and not (args.keep_finished and _finished(job[2], args.steps))
     ]
+
+    def job(j: tuple[str, int, Path]) -> float:
+        took = _run(j[0], j[1], args.steps, j[2], args.common)
+        (j[2] / "arms_race_code.txt").write_text(_code_version() + "\n")
+        if args.members:
+            _evaluate_in_subprocess(j[2], args.steps)
+        return took
+
     if not args.analyse_only:
         with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
-            for (cond, seed, out), took in zip(
-                to_run,
-                pool.map(lambda j: _run(j[0], j[1], args.steps, j[2], args.common), to_run),
-                strict=True,
-            ):
+            for (cond, seed, out), took in zip(to_run, pool.map(job, to_run), strict=True):
                 seconds[out.name] = took
                 print(f"{cond} seed {seed}: {took:.0f} s", file=sys.stderr, flush=True)
 
@@ -441,11 +727,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     per_seed: dict[str, dict[int, dict[str, float]]] = {c: {} for c in args.conditions}
     series: dict[str, list[dict[str, list[float]]]] = {c: [] for c in args.conditions}
+    members: dict[str, dict[str, Any]] = {c: {} for c in args.conditions}
     for cond, seed, out in jobs:
-        report = _saved_evaluation(out, args.steps, args.limit) if args.reuse_evaluations else None
-        if report is None:
-            report = evaluate_run(out, "code_output", limit=args.limit)
+        if args.members:
+            report = None
+            saved = _saved_members(out, args.steps) or evaluate_members(out, args.steps)
+            members[cond][str(seed)] = saved
+        else:
+            report = (
+                _saved_evaluation(out, args.steps, args.limit) if args.reuse_evaluations else None
+            )
+            if report is None:
+                report = evaluate_run(out, "code_output", limit=args.limit)
         row = endpoints(out, args.steps, report)
+        if args.members:
+            row.update(member_endpoints(members[cond][str(seed)]))
+            code = out / "arms_race_code.txt"
+            members[cond][str(seed)]["code"] = code.read_text().strip() if code.is_file() else None
         logged = [r["seconds"] for r in _read_jsonl(out / "metrics.jsonl") if "seconds" in r]
         if logged:  # the run's own step timer; wall clock when the run was timed here
             row["seconds_per_step"] = float(np.mean(logged))
@@ -465,12 +763,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         },
         "per_seed": {c: {str(s): v for s, v in rows.items()} for c, rows in per_seed.items()},
-        **analyse(per_seed),
+        **analyse(per_seed, method=args.stats),
     }
+    if args.members:
+        result["members"] = members
+        result["setup"]["endpoint_instruments"] = "benchmarks/learning_check.py (Probe)"
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=1, default=float) + "\n")
     plot(series, args.out / f"{args.name}.png")
     plot_endpoints(result, args.out / f"{args.name}_endpoints.png")
+    if args.members:
+        plot_members(result, args.out / f"{args.name}_members.png")
     print(
         json.dumps(
             {

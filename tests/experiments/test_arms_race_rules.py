@@ -72,3 +72,41 @@ def test_flat_but_wide_endpoints_are_inconclusive(arms_race):
     for seed, row in per_seed["population"].items():
         row["E2"] = 0.02 * (-1) ** seed  # a CI far wider than the smallest effect (0.005)
     assert arms_race.analyse(per_seed)["summary"].startswith("inconclusive")
+
+
+def _stage_one(difference, seeds=10, spread=0.002):
+    """The amendment's first stage: population and lr0 only, L1c with seed-to-seed spread."""
+    rng = np.random.default_rng(1)
+    return {
+        condition: {
+            seed: {
+                "L1c": (difference if condition == "population" else 0.0)
+                + spread * rng.normal(0, 1),
+                "E1": 0.0,
+                "E2": 0.0,
+                "E5": 0.7,
+            }
+            for seed in range(seeds)
+        }
+        for condition in ("population", "lr0")
+    }
+
+
+def test_continuous_learning_gate_needs_the_smallest_effect(arms_race):
+    learned = arms_race.analyse(_stage_one(0.02), method="t")
+    assert learned["hypotheses"]["H1c"]["supported"]
+    assert learned["summary"].startswith("learning seen (H1c supported)")
+    check = learned["hypotheses"]["H1c"]["checks"][0]
+    assert check["low"] < 0.02 < check["high"] and check["p_permutation"] < 0.001
+    # Clearly above zero (p < 0.05) but below +0.01 nats per token: not learning by the plan.
+    small = arms_race.analyse(_stage_one(0.005, spread=0.001), method="t")
+    assert small["hypotheses"]["H1c"]["checks"][0]["p_permutation"] < 0.05
+    assert not small["hypotheses"]["H1c"]["supported"]
+    assert small["summary"].startswith("inner loop did not measurably learn (H1c")
+
+
+def test_permutation_p_is_exact_for_small_groups(arms_race):
+    # 3 vs 3 fully separated: 2 of the 20 splits are as extreme (the observed one and its mirror).
+    p = arms_race.permutation_p(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]))
+    assert p == pytest.approx(2 / 20)
+    assert arms_race.permutation_p(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 1.0
