@@ -30,7 +30,7 @@ _KEPT_STATES = 2
 
 @BACKENDS.register("static")
 class StaticBackend:
-    """Decode mixed-adapter batches with a static KV cache, segmented LoRA and CUDA graphs.
+    """Decode mixed-adapter batches with a static KV cache, stacked multi-LoRA and CUDA graphs.
 
     Same contract and same samples as the ``hf`` backend (same seed, same adapter: the same
     text at temperature 0 and the same per-row draws at temperature 1), built for speed:
