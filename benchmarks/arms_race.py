@@ -535,6 +535,25 @@ ENDPOINT_PANELS = (
 )
 
 
+def _seed_panel(ax: Any, result: dict[str, Any], key: str, conditions: list[str]) -> None:
+    """One endpoint per condition: a grey dot per seed, the mean with its 95% interval."""
+    for x, cond in enumerate(conditions):
+        values = [row[key] for row in result["per_seed"][cond].values() if key in row]
+        jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else [0.0]
+        ax.plot(x + np.asarray(jitter), values, "o", color="0.6", markersize=3)
+        est = result["estimates"].get(cond, {}).get(key)
+        if est is not None:
+            ax.errorbar(
+                [x + 0.3],
+                [est["estimate"]],
+                fmt="s",
+                color=f"C{x}",
+                markersize=5,
+                yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
+                capsize=3,
+            )
+
+
 def plot_endpoints(result: dict[str, Any], path: Path) -> None:
     """Each endpoint per condition: one dot per seed, the mean with its 95% bootstrap CI."""
     import matplotlib
@@ -545,21 +564,7 @@ def plot_endpoints(result: dict[str, Any], path: Path) -> None:
     conditions = list(result["per_seed"])
     fig, axes = plt.subplots(1, len(ENDPOINT_PANELS), figsize=(3.0 * len(ENDPOINT_PANELS), 3.4))
     for ax, (key, label) in zip(axes, ENDPOINT_PANELS, strict=True):
-        for x, cond in enumerate(conditions):
-            values = [row[key] for row in result["per_seed"][cond].values() if key in row]
-            jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else [0.0]
-            ax.plot(x + np.asarray(jitter), values, "o", color="0.6", markersize=3)
-            est = result["estimates"].get(cond, {}).get(key)
-            if est is not None:
-                ax.errorbar(
-                    [x + 0.3],
-                    [est["estimate"]],
-                    fmt="s",
-                    color=f"C{x}",
-                    markersize=5,
-                    yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
-                    capsize=3,
-                )
+        _seed_panel(ax, result, key, conditions)
         ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
         ax.set_xticks(range(len(conditions)), conditions, rotation=30, ha="right", fontsize=8)
         ax.set_title(label, fontsize=9)
@@ -592,24 +597,7 @@ def plot_members(result: dict[str, Any], path: Path) -> None:
             ages, changes = zip(*pairs, strict=True)
             jitter = (i - (len(conditions) - 1) / 2) * 0.15
             left.plot(np.asarray(ages) + jitter, changes, "o", ms=3, color=f"C{i}", label=cond)
-        values = [row["L1c"] for row in result["per_seed"][cond].values() if "L1c" in row]
-        right.plot(
-            np.full(len(values), i) + np.linspace(-0.1, 0.1, len(values)),
-            values,
-            "o",
-            ms=3,
-            color="0.6",
-        )
-        est = result["estimates"].get(cond, {}).get("L1c")
-        if est is not None:
-            right.errorbar(
-                [i + 0.3],
-                [est["estimate"]],
-                fmt="s",
-                color=f"C{i}",
-                yerr=[[est["estimate"] - est["low"]], [est["high"] - est["estimate"]]],
-                capsize=3,
-            )
+    _seed_panel(right, result, "L1c", conditions)
     for ax in (left, right):
         ax.axhline(0.0, color="0.8", linewidth=0.8, zorder=0)
     left.set_xlabel("age at the last step (steps since birth)")

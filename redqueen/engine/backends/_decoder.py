@@ -120,11 +120,10 @@ def _views_of(kept: tuple, members: list[nn.Linear]) -> bool:
     """Whether the members' weights are still the rows of the kept fused weight."""
     weight, offset = kept[1], 0
     for m in members:
-        if m.weight.data_ptr() != weight[offset].data_ptr() or m.weight.shape[0] + offset > len(
-            weight
-        ):
+        rows = m.weight.shape[0]
+        if offset + rows > len(weight) or m.weight.data_ptr() != weight[offset].data_ptr():
             return False
-        offset += m.weight.shape[0]
+        offset += rows
     return offset == len(weight)
 
 
