@@ -129,6 +129,7 @@ def measure_rates(
     seed: int = 0,
     max_new_tokens: int = 320,
     task_types: Sequence[str] = TASK_TYPES,
+    batch_size: int = 64,
 ) -> StartingRates:
     """Measure valid-proposal shares, solve rates and pass@k per task type on ``entries``.
 
@@ -145,14 +146,19 @@ def measure_rates(
         max_new_tokens: Generation budget per completion.
         task_types: The task types measured, in this order (a leading subset of
             :data:`TASK_TYPES` draws exactly the tasks a full measurement draws for them).
+        batch_size: Prompts per generation batch (larger on a GPU; sampled answers depend on
+            the batching, the tasks drawn do not).
 
     Raises:
-        ValueError: If there are fewer entries than ``references + 1``, or ``samples < 1``.
+        ValueError: If there are fewer entries than ``references + 1``, ``samples < 1`` or
+            ``batch_size < 1``.
     """
     if len(entries) <= references:
         raise ValueError(f"measure_rates: need more than {references} entries, got {len(entries)}")
     if samples < 1:
         raise ValueError(f"measure_rates: samples must be >= 1, got {samples}")
+    if batch_size < 1:
+        raise ValueError(f"measure_rates: batch_size must be >= 1, got {batch_size}")
     model.eval()
     rng = random.Random(seed)
     figures: dict[str, dict] = {
@@ -176,6 +182,7 @@ def measure_rates(
             max_new_tokens=max_new_tokens,
             temperature=temp,
             seed=seed + offset,
+            batch_size=batch_size,
         )
 
     for offset, task_type in enumerate(task_types):
@@ -245,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--workers", type=int, default=None, help="sandbox workers (all cores)")
     parser.add_argument("--cpu-threads", type=int, default=1, help="torch threads on the CPU")
+    parser.add_argument(
+        "--batch-size", type=int, default=64, help="prompts per generation batch (more on a GPU)"
+    )
     parser.add_argument("--write", action="store_true", help="update training.json and README.md")
     parser.add_argument(
         "--splits",
@@ -253,6 +263,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "to compare two models on the same tasks: tasks are chosen by --seed alone)",
     )
     args = parser.parse_args(argv)
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.write and args.splits is not None:
         parser.error("--write records the model's own splits; leave out --splits")
     if args.device == "cpu":
@@ -274,6 +286,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 samples=args.samples,
                 seed=args.seed,
                 max_new_tokens=args.max_new_tokens,
+                batch_size=args.batch_size,
             ).to_dict()
             for split in splits
         }

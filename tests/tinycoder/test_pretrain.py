@@ -74,6 +74,22 @@ def test_rates_are_re_measured_by_one_command(trained, tmp_path) -> None:
     assert "## Targets" in (out / "README.md").read_text()
 
 
+def test_rates_batch_size_changes_batching_not_the_tasks(trained, capsys) -> None:
+    out = trained[0]
+    args = ["--model", str(out), "--n", "3", "--samples", "2", "--max-new-tokens", "8"]
+    by_size = [measure_main([*args, "--workers", "2", "--batch-size", str(b)]) for b in (1, 64)]
+    for split in ("heldout", "ood"):
+        one, many = (r[split] for r in by_size)
+        assert one["n_tasks"] == many["n_tasks"] == 3
+        # Greedy answers of the same tasks: one prompt a batch (no padding) or all together.
+        assert one["greedy_solve_rate"] == many["greedy_solve_rate"]
+    with pytest.raises(SystemExit) as exit_info:
+        measure_main([*args, "--batch-size", "0"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("--batch-size must be >= 1, got 0")
+
+
 def test_profiles_and_at_most_two_epochs(capsys) -> None:
     args = parse_args(["--out", "x", "--profile", "full"])
     assert (args.train, args.size, args.epochs, args.device) == (150_000, "small", 2, "cuda")
