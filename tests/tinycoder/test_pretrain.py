@@ -97,6 +97,9 @@ def test_profiles_and_at_most_two_epochs(capsys) -> None:
     assert parse_args(["--out", "x"]).profile == "ci" and PROFILES["ci"]["size"] == "micro"
     cpu = parse_args(["--out", "x", "--profile", "cpu"])
     assert (cpu.device, cpu.cpu_threads, cpu.documents, cpu.autocast) == ("cpu", 2, "lean", "auto")
+    assert (cpu.rates_batch_size, args.rates_batch_size) == (64, 1024)
+    with pytest.raises(SystemExit):
+        parse_args(["--out", "x", "--rates-batch-size", "0"])
     with pytest.raises(SystemExit):
         parse_args(["--out", "x", "--full-share", "2"])
     with pytest.raises(SystemExit):
