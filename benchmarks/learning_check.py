@@ -65,6 +65,9 @@ REFERENCE_TASKS = 64
 REFERENCE_SEED = 777_000
 STREAM_SEED = 20_000
 SESOI = 0.01  # nats per token on E1, fixed in the plan
+#: The smallest effect of interest per decision endpoint: E1 in nats per token (the plan);
+#: E2, sampled pass@1 on the held-out problems, one percentage point (amendment d).
+SESOI_BY_ENDPOINT = {"E1": SESOI, "E2": 0.01}
 C1_MARGIN = 0.10
 PLANNED_SEEDS = 8
 DOSE_CELLS = ((4, 4), (4, 8), (16, 4), (16, 8))
@@ -405,7 +408,10 @@ def detectable(values: Sequence[float]) -> float | None:
     return float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * sd / math.sqrt(n))
 
 
-def summarise(runs: dict[str, Any]) -> dict[str, Any]:
+def summarise(runs: dict[str, Any], endpoint: str = "E1") -> dict[str, Any]:
+    """Decisions, endpoint intervals and dose-response of the runs; the two null decisions
+    are taken on ``endpoint`` (E1 by the plan; E2 under amendment d)."""
+    sesoi = SESOI_BY_ENDPOINT[endpoint]
     c1 = {k.split("/")[1]: v for k, v in runs.items() if k.startswith("c1/")}
     c2 = {k.split("/")[1]: v for k, v in runs.items() if k.startswith("c2/")}
     out: dict[str, Any] = {"seeds": sorted({int(s) for s in (*c1, *c2)})}
@@ -433,7 +439,7 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
         }
     if c2:
         change = {
-            arm: [r[arm]["E1"] - r["base"]["E1"] for r in c2.values()]
+            arm: [r[arm][endpoint] - r["base"][endpoint] for r in c2.values()]
             for arm in ("trained", "shuffled", "random")
         }
         diffs = {
@@ -449,11 +455,11 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
         for key, values in diffs.items():
             ci = t_interval(values)
             decisions[key] = {
-                "value": bool(rejected[key] and ci["mean"] >= SESOI),
-                "E1_difference": ci,
+                "value": bool(rejected[key] and ci["mean"] >= sesoi),
+                f"{endpoint}_difference": ci,
                 "p_sign_flip": pvalues[key],
                 "holm_rejects": rejected[key],
-                "smallest_effect_of_interest": SESOI,
+                "smallest_effect_of_interest": sesoi,
                 "detectable_at_80pct_power": detectable(values),
             }
         out["endpoints"] = {
@@ -472,6 +478,7 @@ def summarise(runs: dict[str, Any]) -> dict[str, Any]:
         n = len(c1) if key == "positive_control" else len(c2)
         decision["seeds"] = n
         decision["provisional"] = n < PLANNED_SEEDS
+    out["decision_endpoint"] = endpoint
     out["complete"] = len(c1) >= PLANNED_SEEDS and len(c2) >= PLANNED_SEEDS
     out["decisions"] = decisions
     dose: dict[str, Any] = {}
@@ -538,6 +545,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         type=float,
         help="exploratory: run C1 at this learning rate (stored as c1@lrLR/SEED, never decided on)",
     )
+    parser.add_argument(
+        "--endpoint",
+        choices=sorted(SESOI_BY_ENDPOINT),
+        help="the endpoint the null decisions are taken on (default: the file's, else E1; "
+        "a file keeps the endpoint it was started with)",
+    )
     args = parser.parse_args(argv)
     if args.lr is not None and set(args.part) - {"c1"}:
         parser.error("--lr runs C1 only (--part c1)")
@@ -549,6 +562,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result.setdefault("plan", "benchmarks/LEARNING_CHECK.md")
     result.setdefault("model", args.model or "tiny preset")
     result.setdefault("runs", {})
+    recorded = result.get("decision_endpoint")
+    if recorded is not None and args.endpoint not in (None, recorded):
+        parser.error(
+            f"{args.out} decides on {recorded}; decisions on {args.endpoint} need their own --out"
+        )
+    endpoint = args.endpoint or recorded or "E1"
     result["machine"] = f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}"
     jobs = [
         (part, seed, cell)
@@ -568,7 +587,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if args.out.exists():
                 on_disk = json.loads(args.out.read_text()).get("runs", {})
                 result["runs"] = {**on_disk, **result["runs"]}
-            result.update(summarise(result["runs"]))
+            result.update(summarise(result["runs"], endpoint))
             tmp = args.out.with_suffix(f".json.tmp-{os.getpid()}")
             tmp.write_text(json.dumps(result, indent=1) + "\n")
             tmp.replace(args.out)

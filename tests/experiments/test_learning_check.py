@@ -7,6 +7,7 @@ rate. Greedy pass@1 on those tasks must rise; with learning rate 0 the same chec
 """
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -62,6 +63,28 @@ def test_decisions_need_significance_and_the_smallest_effect_of_interest(check):
     assert check.summarise(dict(list(big.items())[:3]))["decisions"]["beats_random_adapter"][
         "provisional"
     ]
+
+
+def test_decisions_on_sampled_pass_at_1_read_that_endpoint_only(check, tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    runs = {}
+    for s in range(8):
+        row = _c2_row(-0.01, 0.0, 0.0)  # the gold log-likelihood falls under training
+        row["trained"]["E2"] = 0.2 + 0.03 + rng.normal(0, 0.003)  # sampled pass@1 rises
+        runs[f"c2/{s}"] = row
+    on_e1 = check.summarise(runs)["decisions"]
+    on_e2 = check.summarise(runs, "E2")
+    assert not on_e1["beats_random_adapter"]["value"]
+    decision = on_e2["decisions"]["beats_random_adapter"]
+    assert decision["value"] and decision["E2_difference"]["mean"] == pytest.approx(0.03, abs=0.005)
+    assert on_e2["decision_endpoint"] == "E2"
+    # A file keeps the endpoint it was decided on: no swapping after the fact.
+    out = tmp_path / "check.json"
+    out.write_text(json.dumps({"runs": runs, "decision_endpoint": "E1"}))
+    with pytest.raises(SystemExit) as exit_info:
+        check.main(["--out", str(out), "--endpoint", "E2", "--summarise"])
+    assert exit_info.value.code == 2
+    assert "decides on E1" in capsys.readouterr().err
 
 
 @pytest.mark.slow
