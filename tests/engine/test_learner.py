@@ -19,6 +19,7 @@ from redqueen.engine import (
     whiten_advantages,
 )
 from redqueen.engine._batch import RolloutBatch
+from redqueen.engine._learner import _GROUP_OVERHEAD, length_groups
 from redqueen.genomes import LoRAGenome
 
 PROMPTS = ["def f(x):", "y = 3", "print(", "abc"]
@@ -164,6 +165,97 @@ def test_rollouts_sharing_a_prompt_run_it_once_with_the_same_result(tiny_coder_d
     torch.testing.assert_close(
         shared, torch.where(batch.mask, batch.old_logprobs, 0.0), atol=1e-3, rtol=0
     )
+
+
+def _brute_force_groups(prompt, completion, overhead):
+    """The least cost over every contiguous grouping of the length-sorted rows."""
+    rows = sorted(
+        (r for r in range(len(completion)) if completion[r] > 0),
+        key=lambda r: (prompt[r] + completion[r], completion[r]),
+    )
+    best = math.inf
+    for mask in range(1 << max(len(rows) - 1, 0)):
+        groups, start = [], 0
+        for i in range(1, len(rows)):
+            if mask >> (i - 1) & 1:
+                groups.append(rows[start:i])
+                start = i
+        groups.append(rows[start:])
+        cost = sum(
+            overhead + len(g) * (max(prompt[r] for r in g) + max(completion[r] for r in g))
+            for g in groups
+        )
+        best = min(best, cost)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_length_groups_are_the_cheapest_contiguous_grouping(seed):
+    rng = torch.Generator().manual_seed(seed)
+    n = 7
+    prompt = torch.randint(5, 200, (n,), generator=rng).tolist()
+    completion = torch.randint(0, 96, (n,), generator=rng).tolist()
+    groups = length_groups(prompt, completion, 32.0)
+    scored = sorted(r for g in groups for r in g)
+    assert scored == [r for r in range(n) if completion[r] > 0]  # each scored row once
+    cost = sum(
+        32.0 + len(g) * (max(prompt[r] for r in g) + max(completion[r] for r in g))
+        for g in groups
+    )
+    assert cost == _brute_force_groups(prompt, completion, 32.0)
+    assert length_groups(prompt, completion, None) == [
+        [r for r in range(n) if completion[r] > 0]
+    ]
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_rows_of_very_different_lengths_run_in_groups_with_the_same_result(
+    tiny_coder_dir, share, monkeypatch
+):
+    host = make_host(tiny_coder_dir)
+    params = SamplingParams(max_new_tokens=40, temperature=1.0, seed=3, n=4)
+    gens = host.generate(["def f(x):", "y = [1, 2, 3] + [4]"], ["s", "s"], params)
+    cut = [40, 2, 3, 1, 38, 2, 1, 4]  # one long answer among each prompt's four
+    rollouts = [
+        Rollout(
+            prompt_ids=g.prompt_ids,
+            token_ids=g.token_ids[:c],
+            logprobs=g.logprobs[:c],
+            advantage=0.5 - i % 2,
+        )
+        for i, (g, c) in enumerate(zip(gens, cut, strict=True))
+    ]
+    assert all(len(r.token_ids) == c for r, c in zip(rollouts, cut, strict=True))
+    learner = Learner(host, LearnerConfig(lr=1e-3))
+    learner.share_prompts = share
+    batch = RolloutBatch.build(rollouts, host.pad_token_id, host.device)
+    calls = []
+    hook = host.model.register_forward_hook(
+        lambda m, args, kw, out: calls.append(kw["input_ids"].shape), with_kwargs=True
+    )
+    results = []
+    try:
+        for overhead in (None, 32.0):  # one padded group, then groups by length
+            monkeypatch.setitem(_GROUP_OVERHEAD, "cpu", overhead)
+            calls.clear()
+            for p in host.adapter_parameters("s"):
+                p.grad = None
+            with host.use_adapter("s"):
+                logprobs = learner.logprobs(batch)
+            torch.where(batch.mask, logprobs, 0.0).sum().backward()
+            grad = torch.cat([p.grad.flatten() for p in host.adapter_parameters("s")])
+            cells = sum(shape[0] * shape[1] for shape in calls)
+            results.append((logprobs.detach(), grad, len(calls), cells))
+    finally:
+        hook.remove()
+    (one, grad_one, calls_one, cells_one), (grouped, grad_grouped, calls_grouped, cells_grouped) = (
+        results
+    )
+    assert calls_grouped > calls_one and cells_grouped < cells_one  # fewer padded positions
+    assert torch.equal(grouped[~batch.mask], torch.zeros_like(grouped[~batch.mask]))
+    torch.testing.assert_close(grouped[batch.mask], one[batch.mask], atol=1e-4, rtol=0)
+    assert float((grad_grouped - grad_one).norm() / grad_one.norm()) < 1e-4
+    torch.testing.assert_close(grouped[batch.mask], batch.old_logprobs[batch.mask], atol=1e-3, rtol=0)
 
 
 def test_nan_loss_is_skipped_not_raised(tiny_coder_dir):
