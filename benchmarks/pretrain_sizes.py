@@ -114,7 +114,9 @@ def plot(result: dict, path: Path) -> None:
         ax.set_xticks(list(x), labels, fontsize=7)
         ax.set_title(f"held-out code_o: {titles[key]}")
         ax.set_ylim(0, 1 if key == "valid_share" else 0.6)
-    fig.suptitle("grey: reference models (CPU-measured); blue: sizes trained on one corpus (95% Wilson)")
+    fig.suptitle(
+        "grey: reference models (CPU-measured); blue: sizes trained on one corpus (95% Wilson)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -16,7 +16,7 @@ Each run builds the preset's environment, plays one warm-up step and ``--steps``
 
 Usage::
 
-    python benchmarks/step_time.py --anchor ../anchor [--rounds 2] [--steps 4]
+    python benchmarks/step_time.py --anchor ../anchor [--rounds 2] [--steps 4] [--configs presets]
 
 Writes ``benchmarks/results/step_time.json``.
 """
@@ -40,8 +40,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 PHASES = ("propose", "verify", "solve", "grade", "learn", "other", "checkpoint", "step")
 
 
-def configurations(anchor: Path) -> list[tuple[str, Path, int, list[str]]]:
-    """(name, tree, torch threads, overrides) of every measured configuration."""
+def configurations(anchor: Path, which: str = "all") -> list[tuple[str, Path, int, list[str]]]:
+    """(name, tree, torch threads, overrides) of every measured configuration.
+
+    ``which="presets"`` measures the two trees at their own presets only (an anchor that
+    already runs the preset's backend and threads).
+    """
+    if which == "presets":
+        return [("anchor, preset", anchor, 2, []), ("this code, preset", ROOT, 2, [])]
     return [
         ("anchor, preset", anchor, 1, []),
         ("anchor, 2 threads", anchor, 2, []),
@@ -78,6 +84,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--out", type=Path, default=RESULTS / "step_time.json")
+    parser.add_argument(
+        "--configs",
+        choices=("all", "presets"),
+        default="all",
+        help="all: the anchor at one and two threads and with static, and this code; "
+        "presets: each tree at its own preset",
+    )
     args = parser.parse_args()
     anchor = args.anchor.resolve()
     commit = subprocess.run(
@@ -86,7 +99,7 @@ def main() -> None:
         text=True,
         check=False,
     ).stdout.strip()
-    configs = configurations(anchor)
+    configs = configurations(anchor, args.configs)
     runs: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in configs}
     for round_ in range(args.rounds):
         for name, tree, threads, overrides in configs:
@@ -112,6 +125,7 @@ def main() -> None:
         "anchor": commit or str(anchor),
         "rounds": args.rounds,
         "steps_per_run": args.steps,
+        "configs": args.configs,
         "seconds_mean": table,
         "runs": runs,
         "speedup_of_this_code": ratios,

@@ -65,6 +65,18 @@ def flat(host: AdapterHost, adapter_id: str = "s") -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in host.adapter_parameters(adapter_id)])
 
 
+def logprobs_and_grad(host: AdapterHost, learner: Learner, batch: RolloutBatch):
+    """The learner's completion log-probabilities of ``batch`` under adapter ``s`` and the
+    gradient of their masked sum with respect to the adapter's factors."""
+    for p in host.adapter_parameters("s"):
+        p.grad = None
+    with host.use_adapter("s"):
+        logprobs = learner.logprobs(batch)
+    torch.where(batch.mask, logprobs, 0.0).sum().backward()
+    grad = torch.cat([p.grad.flatten() for p in host.adapter_parameters("s")])
+    return logprobs.detach(), grad
+
+
 def test_whiten_advantages_per_group():
     rewards = [1.0, -0.5, -1.0, 1.0, 0.0, 1.0, 1.0]
     groups = ["o", "o", "o", "o", "i", "f", "f"]
@@ -147,13 +159,8 @@ def test_rollouts_sharing_a_prompt_run_it_once_with_the_same_result(tiny_coder_d
         for share in (False, True):
             learner.share_prompts = share
             calls.clear()
-            for p in host.adapter_parameters("s"):
-                p.grad = None
-            with host.use_adapter("s"):
-                logprobs = learner.logprobs(batch)
-            torch.where(batch.mask, logprobs, 0.0).sum().backward()
-            grad = torch.cat([p.grad.flatten() for p in host.adapter_parameters("s")])
-            results.append((torch.where(batch.mask, logprobs, 0.0).detach(), grad, list(calls)))
+            logprobs, grad = logprobs_and_grad(host, learner, batch)
+            results.append((torch.where(batch.mask, logprobs, 0.0), grad, list(calls)))
     finally:
         hook.remove()
     (whole, grad_whole, calls_whole), (shared, grad_shared, calls_shared) = results
@@ -199,13 +206,10 @@ def test_length_groups_are_the_cheapest_contiguous_grouping(seed):
     scored = sorted(r for g in groups for r in g)
     assert scored == [r for r in range(n) if completion[r] > 0]  # each scored row once
     cost = sum(
-        32.0 + len(g) * (max(prompt[r] for r in g) + max(completion[r] for r in g))
-        for g in groups
+        32.0 + len(g) * (max(prompt[r] for r in g) + max(completion[r] for r in g)) for g in groups
     )
     assert cost == _brute_force_groups(prompt, completion, 32.0)
-    assert length_groups(prompt, completion, None) == [
-        [r for r in range(n) if completion[r] > 0]
-    ]
+    assert length_groups(prompt, completion, None) == [[r for r in range(n) if completion[r] > 0]]
 
 
 @pytest.mark.parametrize("share", [False, True])
@@ -238,14 +242,9 @@ def test_rows_of_very_different_lengths_run_in_groups_with_the_same_result(
         for overhead in (None, 32.0):  # one padded group, then groups by length
             monkeypatch.setitem(_GROUP_OVERHEAD, "cpu", overhead)
             calls.clear()
-            for p in host.adapter_parameters("s"):
-                p.grad = None
-            with host.use_adapter("s"):
-                logprobs = learner.logprobs(batch)
-            torch.where(batch.mask, logprobs, 0.0).sum().backward()
-            grad = torch.cat([p.grad.flatten() for p in host.adapter_parameters("s")])
+            logprobs, grad = logprobs_and_grad(host, learner, batch)
             cells = sum(shape[0] * shape[1] for shape in calls)
-            results.append((logprobs.detach(), grad, len(calls), cells))
+            results.append((logprobs, grad, len(calls), cells))
     finally:
         hook.remove()
     (one, grad_one, calls_one, cells_one), (grouped, grad_grouped, calls_grouped, cells_grouped) = (
@@ -255,7 +254,9 @@ def test_rows_of_very_different_lengths_run_in_groups_with_the_same_result(
     assert torch.equal(grouped[~batch.mask], torch.zeros_like(grouped[~batch.mask]))
     torch.testing.assert_close(grouped[batch.mask], one[batch.mask], atol=1e-4, rtol=0)
     assert float((grad_grouped - grad_one).norm() / grad_one.norm()) < 1e-4
-    torch.testing.assert_close(grouped[batch.mask], batch.old_logprobs[batch.mask], atol=1e-3, rtol=0)
+    torch.testing.assert_close(
+        grouped[batch.mask], batch.old_logprobs[batch.mask], atol=1e-3, rtol=0
+    )
 
 
 def test_nan_loss_is_skipped_not_raised(tiny_coder_dir):
