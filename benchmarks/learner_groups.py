@@ -80,7 +80,7 @@ def main() -> None:
     learner = Learner(host, replace(env.learner.config, lr=0.0))
     cells: dict[str, int] = {}
     seconds: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    for name, overhead in VARIANTS.items():  # warm-up: optimizer state, allocator
+    for overhead in VARIANTS.values():  # warm-up: optimizer state, allocator
         learner_module._GROUP_OVERHEAD["cpu"] = overhead
         for adapter_id, rollouts in calls[: len(calls) // args.steps]:
             learner.step(adapter_id, rollouts)
