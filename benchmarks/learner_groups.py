@@ -46,7 +46,13 @@ VARIANTS = {"one group": None, "length groups": learner_module._GROUP_OVERHEAD["
 def record(steps: int, threads: int) -> tuple[Any, list[tuple[str, list]]]:
     """A ``tiny`` environment after ``steps`` steps and the (adapter, rollouts) of its learner
     calls in those steps."""
-    cfg = load_config("tiny", [f"model.cpu_threads={threads}", "checkpoint_every=0"])
+    # No replacement while recording: every recorded adapter is still there to be timed.
+    overrides = [
+        f"model.cpu_threads={threads}",
+        "checkpoint_every=0",
+        "evolution.replace_every=1000",
+    ]
+    cfg = load_config("tiny", overrides)
     env = build_environment(cfg)
     calls: list[tuple[str, list]] = []
     recording = {"on": False}
