@@ -1,4 +1,4 @@
-"""The committed card of the CPU-pretrained model agrees with the figures it was written from.
+"""The committed cards of the pretrained models agree with the figures they were written from.
 
 Nothing is re-measured: the card in ``benchmarks/results/mini_coder/`` must be exactly what
 :func:`~redqueen.tinycoder.card.write_model_card` makes of the ``training.json`` beside it, and
@@ -32,3 +32,20 @@ def test_committed_figures_meet_the_generalisation_targets_and_show_the_comparis
     # Measured side by side with tiny-coder on the same held-out tasks: the shipping decision
     # (keep tiny-coder) rests on this comparison, so it must be in the committed figures.
     assert any("tiny-coder" in name for name in checks)
+
+
+GPU_TINY = CARD.parent / "gpu_tiny_coder"
+
+
+def test_committed_gpu_tiny_coder_is_the_model_its_figures_describe() -> None:
+    from transformers import AutoModelForCausalLM
+
+    summary = json.loads((GPU_TINY / "training.json").read_text())
+    model = AutoModelForCausalLM.from_pretrained(GPU_TINY)
+    assert sum(p.numel() for p in model.parameters()) == summary["parameters"] == 3_053_376
+    assert (GPU_TINY / "model.safetensors").stat().st_size == summary["weights_bytes"]
+    checks = {c.name: c for c in check_targets(summary)}
+    assert checks["held-out minus training loss"].met and summary["loss_gap"] < 0.3
+    assert summary["max_times_learned_from"] == 2 and summary["programs_learned_from"] == 150_000
+    card = (GPU_TINY / "README.md").read_text()
+    assert f"{summary['loss_gap']} / {summary['ood_loss_gap']} nats" in card
