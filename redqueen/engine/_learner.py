@@ -288,7 +288,10 @@ class Learner:
             if self.share_prompts and len(distinct) < len(prompts):
                 head = self._shared_prompt_head(batch, split, inverse)
                 groups = length_groups([0] * len(completion), completion, overhead)
-                parts = [self._shared_prompt_tail(batch, split, inverse, head, g) for g in groups]
+                parts = [
+                    self._shared_prompt_tail(batch, split, inverse, head, completion, g)
+                    for g in groups
+                ]
             else:
                 prompt = batch.attention_mask[:, :split].sum(-1).tolist()
                 groups = length_groups(prompt, completion, overhead)
@@ -339,10 +342,16 @@ class Learner:
         )
 
     def _shared_prompt_tail(
-        self, batch: RolloutBatch, split: int, inverse: Tensor, head: Any, rows: list[int]
+        self,
+        batch: RolloutBatch,
+        split: int,
+        inverse: Tensor,
+        head: Any,
+        completion: list[int],
+        rows: list[int],
     ) -> tuple[list[int], Tensor]:
         """Completion logits of ``rows`` on the shared prompts' cache, cut to their longest."""
-        w = max(int(batch.mask[r].sum()) for r in rows)
+        w = max(completion[r] for r in rows)
         index = torch.tensor(rows, device=inverse.device)
         # The prompt's last position predicts the first completion token; completion position
         # t predicts token t + 1 (the last token predicts nothing).
@@ -428,9 +437,10 @@ class _Update:
     tokens: int
 
 
-#: What running one more group of rows costs, in padded token positions, per device type: on
-#: the CPU a forward and backward of one more group costs about as much as 32 more tokens of
-#: ``tiny``; on a GPU padding is nearly free and every group is a launch, so rows run together.
+#: What running one more group of rows costs, in padded token positions, per device type. On
+#: the CPU a forward and backward of one more group is taken to cost about as much as 32 more
+#: tokens of ``tiny`` (an estimate; ``benchmarks/learner_groups.py`` measures the result). On a
+#: GPU padding is nearly free and every group is more launches, so rows run together.
 _GROUP_OVERHEAD: dict[str, float] = {"cpu": 32.0}
 
 

@@ -132,8 +132,8 @@ PROFILES: dict[str, dict] = {
         "max_new_tokens": 320,
         "loss_batches": 32,
         "cpu_threads": 1,
-        # The rates' generation runs 1,024 prompts a batch on a GPU (a decode step costs about
-        # the same for 64 rows as for 1,024 there).
+        # The rates' generation runs 1,024 prompts a batch on a GPU: both splits of `small`
+        # took 85 s on an H100 (benchmarks/README.md, "The base model sizes on a GPU").
         "rates_batch_size": 1024,
     },
 }
