@@ -11,9 +11,8 @@ Builds the ``tiny`` preset's environment, plays a warm-up step and one recorded 
 * **attention:** ``scaled_dot_product_attention`` (causal and masked) against eager and
   ``baddbmm`` forms, forward and backward, at the learner's longest shape;
 * **decode:** each recorded ``generate`` call timed whole and with a budget of one token (the
-  prefill), so ``(whole - prefill) / (tokens - 1)`` is the mean cost of one decode step; its
-  rows and the model's weight bytes per step give the memory traffic it would need at the
-  machine's measured read rate;
+  prefill), so ``(whole - prefill) / (tokens - 1)`` is the mean cost of one decode step,
+  beside the time to read the model's weights once at the machine's measured read rate;
 * ``--compiled``: the decode step compiled with ``torch.compile(dynamic=True)``, the first
   call (compile) and the next ones timed against eager on the same recorded call.
 
@@ -210,12 +209,14 @@ def main() -> None:
             if k.startswith("seconds")
         }
         torch.set_num_threads(args.threads)
-        result["machine_gemm_gflops"] = gemm_rate(
-            [(431, 192, 512), (431, 192, 192), (1024, 1024, 1024)], args.rounds
-        )
-        result["machine_read_gb_s"] = read_rate(args.rounds)
         longest = max(len(r.prompt_ids) + len(r.token_ids) for _, rs in learned for r in rs)
         config = env.host.model.config
+        hidden, inner = config.hidden_size, config.intermediate_size
+        # The learner's largest products: its longest row through the MLP and attention.
+        result["machine_gemm_gflops"] = gemm_rate(
+            [(longest, hidden, inner), (longest, hidden, hidden), (1024, 1024, 1024)], args.rounds
+        )
+        result["machine_read_gb_s"] = read_rate(args.rounds)
         result["attention"] = attention_forms(
             1,
             config.num_attention_heads,
