@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from redqueen.tinycoder.canonical import canonical_key
+from redqueen.tinycoder.handwritten import handwritten_keys
 from redqueen.tinycoder.programs import TRAIN_LEVELS, GeneratedProgram, ProgramGenerator
 from redqueen.tinycoder.rename import rename_identifiers
 from redqueen.verifiers import ProgramRunner, Triplet, make_task, validate_programs
@@ -116,8 +117,10 @@ def build_corpus(
     """Generate ``n_programs`` valid, non-constant programs, distinct up to names and formatting.
 
     Candidates come from :func:`candidates` in seeded batches. A candidate whose canonical form
-    (:func:`~redqueen.tinycoder.canonical.canonical_key`) was seen already, or is in
-    ``exclude``, is dropped before it runs; the rest are checked together by
+    (:func:`~redqueen.tinycoder.canonical.canonical_key`) was seen already, is in ``exclude``
+    or is one of the hand-written evaluation programs
+    (:func:`~redqueen.tinycoder.handwritten.handwritten_keys`, never trained on) is dropped
+    before it runs; the rest are checked together by
     :func:`~redqueen.verifiers.validate_programs`, which spreads every run of the batch over all
     the executor's workers (build it with ``Executor(workers=os.cpu_count())``). A candidate is
     kept when it is valid and its outputs are not all equal (a constant function teaches
@@ -138,6 +141,7 @@ def build_corpus(
         RuntimeError: If far too few candidates pass (the generator or sandbox is broken).
     """
     stream = candidates(seed, levels)
+    held_out = handwritten_keys()
     entries: list[CorpusEntry] = []
     seen: set[bytes] = set()
     tried = 0
@@ -151,7 +155,12 @@ def build_corpus(
         size = min(batch, max(16, 2 * (n_programs - len(entries))))
         for program, inputs in itertools.islice(stream, size):
             key = canonical_key(program.source)
-            if key in seen or key in exclude or len(program.source) > max_source_chars:
+            if (
+                key in seen
+                or key in exclude
+                or key in held_out
+                or len(program.source) > max_source_chars
+            ):
                 continue
             seen.add(key)
             fresh.append((program, inputs))
