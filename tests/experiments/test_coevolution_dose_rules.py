@@ -1,0 +1,105 @@
+"""The co-evolution-at-dose analysis (benchmarks/COEVOLUTION_DOSE.md) on synthetic data and logs."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(f"{name}_rules", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def dose():
+    return _load("coevolution_dose")
+
+
+@pytest.fixture(scope="module")
+def evaluation():
+    return _load("dose_evaluation")
+
+
+def test_t_interval_matches_the_textbook(dose):
+    ci = dose.t_interval([1.0, 2.0, 3.0, 4.0])
+    half = 3.182446305284263 * np.std([1, 2, 3, 4], ddof=1) / 2  # t(0.975, 3)
+    assert ci["mean"] == pytest.approx(2.5)
+    assert (ci["low"], ci["high"]) == pytest.approx((2.5 - half, 2.5 + half))
+    assert dose.t_interval([1.0])["low"] is None
+
+
+def test_welch_and_tost_tell_a_difference_from_an_equivalence(dose):
+    rng = np.random.default_rng(1)
+    same_a, same_b = rng.normal(0, 0.002, 12), rng.normal(0, 0.002, 12)
+    apart_a, apart_b = rng.normal(0.02, 0.002, 12), rng.normal(0, 0.002, 12)
+    assert dose.tost(same_a, same_b, 0.008)["equivalent"]
+    assert dose.welch(same_a, same_b)["p_welch"] > 0.05
+    apart = dose.welch(apart_a, apart_b)
+    assert apart["p_welch"] < 0.001 and apart["low"] > 0
+    assert not dose.tost(apart_a, apart_b, 0.008)["equivalent"]
+    # too noisy to say either: not different, not equivalent
+    wide_a, wide_b = rng.normal(0, 0.03, 4), rng.normal(0, 0.03, 4)
+    assert not dose.tost(wide_a, wide_b, 0.008)["equivalent"]
+
+
+def test_sign_flip_p_is_exact(dose):
+    assert dose.sign_flip_p([1.0] * 8) == pytest.approx(2 / 256)
+    assert dose.sign_flip_p([1.0, -1.0]) == 1.0
+
+
+def test_conditional_power_follows_the_trend(dose):
+    good = dose.conditional_power([0.02] * 3 + [0.03] * 3, [0.0] * 3 + [0.01] * 3, 14)
+    wrong_way = dose.conditional_power([0.0] * 3 + [0.01] * 3, [0.02] * 3 + [0.03] * 3, 14)
+    a = [0.0, 0.004, -0.004, 0.002, -0.002, 0.0]
+    b = [0.0, 0.004, -0.004, 0.0015, -0.0015, 0.0005]
+    flat = dose.conditional_power(a, b, 14)
+    assert good > 0.99 and wrong_way > 0.99  # two-sided
+    assert flat < 0.10
+    assert dose.futility(a, b)["stop"]
+    # a flat trend whose interval still reaches the effect of interest does not stop
+    assert not dose.futility([5 * v for v in a], [5 * v for v in b])["stop"]
+
+
+def test_answers_per_solver_are_read_from_the_logs(dose, tmp_path):
+    (tmp_path / "config.yaml").write_text("environment:\n  answers_per_task: 16\n")
+    (tmp_path / "lineage.csv").write_text(
+        "id,ancestor_list,origin_time,destruction_time,name,role\n"
+        "0,[none],0,,t0,teacher\n1,[none],0,,s0,student\n2,[none],0,,s1,student\n"
+        "3,[none],0,3,s2,student\n"
+    )
+    tasks = [
+        {"step": 0, "teacher": "t0", "student": "s0", "valid": True},
+        {"step": 0, "teacher": "t0", "student": "s0", "valid": True},
+        {"step": 0, "teacher": "t0", "student": "s0", "valid": False},
+        {"step": 1, "teacher": "t0", "student": "s1", "valid": True},
+        {"step": 1, "teacher": "t0", "student": "s2", "valid": True},  # died: not a living solver
+    ]
+    (tmp_path / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    (tmp_path / "metrics.jsonl").write_text('{"step": 0, "answers": 32}\n{"step": 1, "answers": 32}\n')
+    got = dose.answers_per_solver(tmp_path)
+    assert got["per_solver"] == {"s0": 32, "s1": 16}
+    assert got["mean"] == 24.0
+    assert got["logged_answers"] == 64.0 and got["steps"] == 2
+
+
+def test_temperature_star_is_found_downward_from_the_top(evaluation):
+    grid, curve = (0.4, 0.6, 0.8, 1.0), (0.20, 0.18, 0.14, 0.10)
+    assert evaluation.temperature_star(grid, curve, 0.09)[0] == 1.0
+    assert evaluation.temperature_star(grid, curve, 0.12)[0] == pytest.approx(0.9)
+    assert evaluation.temperature_star(grid, curve, 0.18)[0] == pytest.approx(0.6)
+    t, how = evaluation.temperature_star(grid, curve, 0.5)
+    assert t == 0.4 and "flagged" in how
+
+
+def test_answer_entropy(evaluation):
+    assert evaluation.answer_entropy(["1", "1", " 1", "1"]) == 0.0
+    assert evaluation.answer_entropy(["1", "2", None, None]) == pytest.approx(-np.log(0.25) / 2 + np.log(2) / 2)
