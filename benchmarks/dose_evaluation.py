@@ -56,7 +56,7 @@ def answer_entropy(texts: Sequence[str | None]) -> float:
     answer (``None``)."""
     counts = Counter(None if t is None else t.strip() for t in texts)
     p = np.array(list(counts.values()), dtype=float) / max(1, len(texts))
-    return float(-(p * np.log(p)).sum())
+    return float(-(p * np.log(p)).sum()) + 0.0  # + 0.0: one answer gives 0.0, not -0.0
 
 
 def sample(

@@ -103,3 +103,20 @@ def test_temperature_star_is_found_downward_from_the_top(evaluation):
 def test_answer_entropy(evaluation):
     assert evaluation.answer_entropy(["1", "1", " 1", "1"]) == 0.0
     assert evaluation.answer_entropy(["1", "2", None, None]) == pytest.approx(-np.log(0.25) / 2 + np.log(2) / 2)
+
+
+def test_temperature_matched_decision_needs_every_seed_and_the_effect():
+    null = _load("temperature_null")
+
+    def run(trained, base_star):
+        cal = {"temperature_star": 0.7}
+        return {"trained": {"E2": trained}, "base_temperature_star": {"E2": base_star},
+                "base_entropy_temperature_star": {"E2": base_star}, "base_T1": {"E2": 0.1},
+                "calibration": cal}
+
+    ahead = {str(s): run(0.14 + 0.001 * s, 0.12) for s in range(8)}
+    decision = null.summarise(ahead)["decisions"]["beats_temperature_matched_base"]
+    assert decision["value"] and decision["p_sign_flip"] == pytest.approx(2 / 256)
+    assert decision["calibration_set"].startswith("frozen") and decision["temperature_star"]["0"] == 0.7
+    sharpened = {str(s): run(0.137 + 0.002 * (-1) ** s, 0.137) for s in range(8)}
+    assert not null.summarise(sharpened)["decisions"]["beats_temperature_matched_base"]["value"]
