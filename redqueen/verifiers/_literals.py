@@ -87,35 +87,59 @@ def format_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 
 def values_equal(a: Any, b: Any) -> bool:
-    """Structural equality that also treats NaN as equal to NaN and never raises."""
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if type(a) is not type(b) and not (_is_number(a) and _is_number(b)):
+    """Equality of values and of their types, all the way down; never raises.
+
+    Python's ``==`` makes ``True == 1 == 1.0 == (1+0j)`` and so ``{True, 2} == {1, 2}``; an
+    answer of another type is another answer (a program that returns ``1.0`` did not return
+    ``1``), so here two values are equal only when their types are the same at every level:
+    items of lists and tuples, dict keys and values, set members. NaN equals NaN (a float's or
+    a complex part's), so a value always equals its own copy.
+    """
+    if type(a) is not type(b):
         return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, complex):
+        return values_equal(a.real, b.real) and values_equal(a.imag, b.imag)
     if isinstance(a, list | tuple):
         return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+        keys = _stored_keys(a, b)
+        return keys is not None and all(values_equal(a[k], b[keys[k]]) for k in a)
+    if isinstance(a, set | frozenset):
+        return _stored_keys(a, b) is not None
     try:
         return bool(a == b)
     except Exception:
         return False
 
 
+def _stored_keys(a: Any, b: Any) -> dict[Any, Any] | None:
+    """For each key (or member) of ``a``, the one ``b`` holds, when all are of equal types.
+
+    Keys that are ``==`` share a hash, so ``b``'s own key is found by lookup: ``{1: 0}`` holds
+    ``1`` where ``{True: 0}`` holds ``True``.
+    """
+    if len(a) != len(b):
+        return None
+    held = {key: key for key in b}
+    try:
+        keys = {key: held[key] for key in a}
+    except (KeyError, TypeError):
+        return None
+    return keys if all(values_equal(k, keys[k]) for k in a) else None
+
+
 def literal_equal(a: str, b: str) -> bool:
     """Whether two literal sources denote equal values (``"[1, 2]"`` vs ``"[1,2]"``: True).
 
-    Numbers compare by value across int/float (``"1"`` equals ``"1.0"``), but a list never
-    equals a tuple; text that is not a literal is equal to nothing.
+    Types count (:func:`values_equal`): ``"1"`` does not equal ``"1.0"`` nor ``"True"``, a list
+    never equals a tuple; text that is not a literal is equal to nothing.
     """
     try:
         return values_equal(parse_literal(a), parse_literal(b))
     except LiteralParseError:
         return False
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, int | float | complex) and not isinstance(x, bool)
 
 
 def _literal_node(node: ast.expr, text: str) -> Any:

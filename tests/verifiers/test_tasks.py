@@ -57,9 +57,10 @@ def test_code_o_compares_values_not_text(executor):
         ["{'a': [1, 2.0], 'b': (3,)}"],
     )
     answers = [
-        "{'b': (3,), 'a': [1, 2]}",
+        "{'b': (3,), 'a': [1, 2.0]}",
         " {'a':[1,2.0],'b':(3,)} ",
-        "{'a': [1, 2], 'b': [3]}",
+        "{'a': [1, 2.0], 'b': [3]}",
+        "{'b': (3,), 'a': [1, 2]}",  # 2 is not the float 2.0 the program returns
         "{'a': [1, 2]",
         None,
         "f(0)",
@@ -67,6 +68,7 @@ def test_code_o_compares_values_not_text(executor):
     assert check_answers([(task, a) for a in answers], executor) == [
         AnswerStatus.CORRECT,
         AnswerStatus.CORRECT,
+        AnswerStatus.WRONG,
         AnswerStatus.WRONG,
         AnswerStatus.UNPARSEABLE,
         AnswerStatus.UNPARSEABLE,
