@@ -104,7 +104,7 @@ def t_interval(values: Sequence[float], level: float = 0.95) -> dict[str, Any]:
     """Mean with a t interval (``None`` ends for fewer than two values)."""
     x = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
     n = len(x)
-    mean = float(x.mean()) if n else float("nan")
+    mean = float(x.mean()) if n else None
     if n < 2:
         return {"mean": mean, "low": None, "high": None, "n": n}
     half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / np.sqrt(n))
@@ -269,7 +269,7 @@ def analyse(rows: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
                     "seeds": len(values),
                 }
     first, second = PRIMARY
-    if first in rows and second in rows:
+    if len(rows.get(first, {})) >= 2 and len(rows.get(second, {})) >= 2:
         a = [rows[first][s]["E1"] for s in sorted(rows[first])]
         b = [rows[second][s]["E1"] for s in sorted(rows[second])]
         w = welch(a, b)
@@ -293,10 +293,20 @@ def analyse(rows: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
         n = min(len(a), len(b))
         if n >= FUTILITY_SEEDS:
             decisions["futility_look"] = futility(a[:FUTILITY_SEEDS], b[:FUTILITY_SEEDS])
-        planned = n >= PLANNED_SEEDS or decisions.get("futility_look", {}).get("stop", False)
-        for decision in decisions.values():
-            if isinstance(decision, dict):
-                decision["provisional"] = not planned
+    elif rows.get(first) and rows.get(second):
+        a = [rows[first][s]["E1"] for s in sorted(rows[first])]
+        b = [rows[second][s]["E1"] for s in sorted(rows[second])]
+        decisions["coevolution_beats_selfplay"] = {
+            "value": None,
+            "estimate": float(np.mean(a) - np.mean(b)),
+            "n": [len(a), len(b)],
+            "note": "fewer than two seeds in an arm: no interval and no test yet",
+        }
+    n = min(len(rows.get(first, {})), len(rows.get(second, {})))
+    planned = n >= PLANNED_SEEDS or decisions.get("futility_look", {}).get("stop", False)
+    for decision in decisions.values():
+        if isinstance(decision, dict):
+            decision["provisional"] = not planned
     return {"arms": arms, "decisions": decisions}
 
 
@@ -348,11 +358,17 @@ def jobs(arms: Sequence[str], seeds: Sequence[int]) -> list[tuple[str, int]]:
 
 
 def write(workdir: Path, out: Path, arms: Sequence[str], seeds: Sequence[int], steps: int) -> dict[str, Any]:
-    rows: dict[str, dict[int, dict[str, Any]]] = {}
+    rows: dict[str, dict[int, dict[str, Any]]] = {arm: {} for arm in arms}
+    in_progress: list[dict[str, Any]] = []
     for arm, seed in jobs(arms, seeds):
         run_dir = workdir / f"{arm}-seed{seed}"
         if evaluated(run_dir, steps) and _finished(run_dir, steps):
-            rows.setdefault(arm, {})[seed] = run_row(run_dir)
+            rows[arm][seed] = run_row(run_dir)
+        elif (run_dir / "tasks.jsonl").is_file() and (run_dir / "lineage.csv").is_file():
+            dose = answers_per_solver(run_dir)
+            in_progress.append(
+                {"arm": arm, "seed": seed, "steps_done": dose["steps"], "answers_per_solver_so_far": dose["mean"]}
+            )
     result = {
         "plan": "benchmarks/COEVOLUTION_DOSE.md",
         "setup": {
@@ -365,6 +381,7 @@ def write(workdir: Path, out: Path, arms: Sequence[str], seeds: Sequence[int], s
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         },
         **analyse(rows),
+        "in_progress": in_progress,
     }
     base = workdir / "base_reference.json"
     if base.is_file():

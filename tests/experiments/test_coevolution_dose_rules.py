@@ -120,3 +120,29 @@ def test_temperature_matched_decision_needs_every_seed_and_the_effect():
     assert decision["calibration_set"].startswith("frozen") and decision["temperature_star"]["0"] == 0.7
     sharpened = {str(s): run(0.137 + 0.002 * (-1) ** s, 0.137) for s in range(8)}
     assert not null.summarise(sharpened)["decisions"]["beats_temperature_matched_base"]["value"]
+
+
+def _row(e1, gate=0.0):
+    keys = ("sampled_vs_temperature_matched_base", "sampled_change", "greedy_change")
+    return {"E1": e1, "gate": gate, **dict.fromkeys(keys, 0.0), "temperature_star": 1.0,
+            "answers_per_solver": 2000.0, "valid_share": 0.75, "seconds_per_step": 40.0}
+
+
+def test_partial_and_interim_files_are_strict_json(dose):
+    one = {"coevolution_no_replacement": {0: _row(0.01)}, "selfplay": {0: _row(0.0)}}
+    partial = dose.analyse(one)
+    json.dumps(partial, allow_nan=False)
+    assert partial["arms"]["selfplay"]["seeds"] == [0]
+    assert partial["decisions"]["coevolution_beats_selfplay"]["value"] is None
+    rng = np.random.default_rng(3)
+    six = {arm: {s: _row(rng.normal(0, 0.002), 0.02 + rng.normal(0, 0.001)) for s in range(6)}
+           for arm in dose.PRIMARY}
+    interim = dose.analyse(six)
+    json.dumps(interim, allow_nan=False)
+    decisions = interim["decisions"]
+    assert decisions["futility_look"]["seeds_per_arm"] == 6
+    # flat and tight at six seeds: the futility rule stops, and the decision is final there
+    assert decisions["futility_look"]["stop"]
+    assert not decisions["coevolution_beats_selfplay"]["provisional"]
+    assert decisions["coevolution_no_replacement_learns_beyond_random_adapter"]["value"]
+    assert decisions["outcome"] in ("equivalent within +-0.008", "inconclusive")
