@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import fcntl
+import json
 import os
 import resource
 import signal
@@ -32,16 +33,17 @@ import sys
 from typing import TYPE_CHECKING
 
 if __package__:
+    from . import _kernel
     from ._proxy import Candidate, serve_calls
     from ._verdict import EXIT_RAISED, EXIT_VALUE, encode_frame
 else:  # imported by the fork-server script as a sibling module
+    import _kernel
     from _proxy import Candidate, serve_calls
     from _verdict import EXIT_RAISED, EXIT_VALUE, encode_frame
 
 if TYPE_CHECKING:
     from redqueen.verifiers._zygote import Zygote
 
-_PR_SET_PDEATHSIG = 1
 _NOBODY = 65534
 _FIRST_FD = 3
 _HIGH_FD = 512
@@ -92,7 +94,7 @@ def confine(server: Zygote, keep: tuple[int, ...]) -> None:
     Every other descriptor is closed, so a process holds only the pipes of its own role.
     """
     os.setsid()
-    server.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _kernel.set_pdeathsig(signal.SIGKILL)
     if os.getppid() != server.server_pid:
         os._exit(EXIT_RAISED)
     ruleset = server.ruleset_fd
@@ -119,51 +121,138 @@ def confine(server: Zygote, keep: tuple[int, ...]) -> None:
         os.close(ruleset)
     if server.seccomp is not None:
         server.seccomp.install()
+    seal(server)
+
+
+#: Modules that read raw memory. The sandbox's own set-up calls the kernel through ``ctypes``
+#: before a program runs; after that, no module name leads to them and no import brings them
+#: back (``_refuse_raw_memory``).
+RAW_MEMORY_MODULES = frozenset({"ctypes", "_ctypes"})
+#: What :func:`seal` takes out of ``sys.modules``: the ``ctypes`` modules the set-up loaded,
+#: and the sandbox's own modules (the script and its siblings), whose globals led to them.
+_SEALED_MODULES = (
+    "ctypes",
+    "ctypes._endian",
+    "_ctypes",
+    "_zygote",
+    "_template",
+    "_child",
+    "_proxy",
+    "_verdict",
+    "_seccomp",
+    "_namespaces",
+    "_kernel",
+    "_kernelcalls",
+    *(f"redqueen.verifiers.{name}" for name in ("_zygote", "_template", "_seccomp")),
+)
+#: Audit events a program may not raise besides ``ctypes.*``: walks over the whole object
+#: graph, which would find what no name leads to.
+_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})
+
+
+def seal(server: Zygote) -> None:
+    """Leave a confined child no way to ``ctypes`` by name, import or audited operation.
+
+    Drops this process's references to the ``ctypes`` objects that confinement used, takes the
+    ``ctypes`` modules and the sandbox's own modules out of ``sys.modules`` (``__main__``
+    becomes an empty module) and the name ``ctypes`` out of the sandbox modules' globals, and
+    installs an audit hook, which no program can remove, that refuses importing them again,
+    every audited ``ctypes`` operation and whole-heap walks. It touches only those few
+    objects: every page a child writes is a page the kernel copies.
+    """
+    server.seccomp = server.landlock = None
+    modules = sys.modules
+    for name in _SEALED_MODULES:
+        module = modules.pop(name, None)
+        if module is not None and name.partition(".")[0] not in RAW_MEMORY_MODULES:
+            vars(module).pop("ctypes", None)
+    main = modules.get("__main__")
+    if main is not None:
+        vars(main).pop("ctypes", None)
+    modules["__main__"] = type(sys)("__main__")  # programs run as __main__; nothing in it
+    sys.addaudithook(_refuse_raw_memory)
+
+
+def _refuse_raw_memory(event: str, args: tuple) -> None:
+    if event.startswith("ctypes.") or event in _REFUSED_EVENTS:
+        raise PermissionError(f"{event} is not allowed in the sandbox")
+    if event == "import" and str(args[0]).partition(".")[0] in RAW_MEMORY_MODULES:
+        raise ImportError(f"{args[0]} is not available in the sandbox")
 
 
 #: Small-object size classes (bytes) of the child's own share of the heap jitter.
 _JITTER_CLASSES = tuple(range(48, 257, 16))
 
 
-def run_child(server: Zygote, wfd: int, request: dict, writer: CappedWriter) -> None:
-    """Confine this process, run the request, write its one frame to ``wfd``, exit."""
-    held = _child_jitter(int(request.get("jitter", 0)))  # kept until the process exits
+def run_child(server: Zygote, request_fd: int, wfd: int, writer: CappedWriter) -> None:
+    """Read this child's request, confine, run it, write its one frame to ``wfd``, exit."""
+    request = _read_request(request_fd)
+    held = _child_jitter()  # kept until the process exits
     _report(server, (wfd,), request, writer, {})
     del held  # not reached: _report exits
 
 
-def _child_jitter(blocks: int) -> list[list[bytes]]:
-    """``blocks`` (0-16) blocks of each small size class, taken in the child before the program.
+def _read_request(fd: int) -> dict:
+    """The request the server wrote to this child's own pipe (its only copy anywhere here)."""
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        request = json.loads(b"".join(chunks))
+    except (OSError, ValueError):
+        request = None
+    finally:
+        os.close(fd)
+    if not isinstance(request, dict):
+        os._exit(EXIT_RAISED)
+    return request
 
-    The server's jitter shifts a child's allocations, but in a heap that earlier runs left
+
+def _child_jitter() -> list[list[object]]:
+    """A random number (0-15) of objects of each small size class, taken before the program.
+
+    The template's jitter shifts a child's allocations, but in a heap that earlier runs left
     fragmented its blocks can land in holes the program's objects never reach. Taken here, from
     the child's own free lists just before the program allocates, they move the program's
-    objects along those same lists, in the same direction as the server's: two runs with
-    different jitters place a program's objects at different addresses whatever the server's
-    heap looks like, so an output that depends on addresses differs between them.
+    objects along those same lists: two runs place a program's objects at different addresses
+    (with probability 15/16 per size class) whatever the heap looks like, so an output that
+    depends on addresses differs between them. The count is drawn here, so no program can read
+    it anywhere before its run.
     """
-    count = max(0, min(blocks, 16))
-    return [[bytes(size - 33) for _ in range(count)] for size in _JITTER_CLASSES]
+    span = range(os.urandom(1)[0] % 16)
+    held: list[list[object]] = [[object() for _ in span], [float(i) + 0.5 for i in span]]
+    held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
+    return held
 
 
 def run_test(
-    server: Zygote, wfd: int, calls: int, replies: int, request: dict, writer: CappedWriter
+    server: Zygote,
+    request_fd: int,
+    wfd: int,
+    calls: int,
+    replies: int,
+    writer: CappedWriter,
 ) -> None:
-    """Run the trusted test code of ``request`` against a candidate in another process.
+    """Run trusted test code (read from ``request_fd``) against a candidate in another process.
 
     ``candidate`` in the test's namespace sends each call's arguments on ``calls`` and reads
     the result on ``replies`` (``_proxy.Candidate``); the frame goes to ``wfd``.
     """
+    request = _read_request(request_fd)
     candidate = Candidate(_FIRST_FD + 1, _FIRST_FD + 2, server.max_value_chars)
-    request = {"source": request["test"], "expr": request["expr"]}
     _report(server, (wfd, calls, replies), request, writer, {"candidate": candidate})
 
 
 def run_candidate(
-    server: Zygote, calls: int, replies: int, request: dict, writer: CappedWriter
+    server: Zygote, request_fd: int, calls: int, replies: int, writer: CappedWriter
 ) -> None:
-    """Load the untrusted program of ``request`` and answer calls to its entry point; exit."""
+    """Load the untrusted program (read from ``request_fd``: the program and its entry point,
+    never the test) and answer calls to its entry point; exit."""
     try:
+        request = _read_request(request_fd)
         confine(server, (calls, replies))
         sys.stdout = sys.stderr = writer
         serve_calls(

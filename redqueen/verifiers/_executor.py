@@ -25,7 +25,8 @@ _ZYGOTE = Path(__file__).with_name("_zygote.py")
 _STARTUP_TIMEOUT = 60.0
 #: Extra seconds the executor waits for a fork server beyond the program's own timeout.
 _SERVER_GRACE = 5.0
-_MAX_JITTER = 16
+#: How far down the queue an idle server looks for a request it may run (see ``_run``).
+_LOOKAHEAD = 64
 
 
 class ExecutorClosedError(RuntimeError):
@@ -233,7 +234,7 @@ class Executor:
         Args:
             source: Program text executed as a module (defines ``f`` and helpers).
             expr: Expression evaluated in the program's namespace, e.g. ``"f([3, 1], 'ab')"``.
-            heap_jitter: See :meth:`execute_many`.
+            heap_jitter: Accepted and ignored (see :meth:`execute_many`).
 
         Raises:
             TypeError: If ``source`` or ``expr`` is not a string.
@@ -252,13 +253,15 @@ class Executor:
 
         Args:
             pairs: ``(source, expr)`` tuples, as for :meth:`execute`.
-            heap_jitter: Per pair, how many blocks (0-15) of each small-object size class the
-                fork server holds when it forks the program's process, so that the program's
-                fresh objects land at shifted addresses. Runs with different jitter (an odd
-                difference shifts every size class by an odd number of blocks) make programs
-                whose result depends on ``id()``, ``hash()`` of objects or set order over
-                objects disagree (:func:`~redqueen.verifiers.validate_program` relies on
-                this). Default: no shift.
+            heap_jitter: Accepted for :class:`~redqueen.verifiers.ProgramRunner`'s signature
+                (other runners use it); here it must match ``pairs`` in length and changes
+                nothing. Every run already takes a random heap shift of its own, drawn after
+                the request is out of reach, and repeats of one pair within a call run on
+                different fork servers (separate interpreters with their own address layout),
+                so programs whose result depends on ``id()``, ``hash()`` of objects or set
+                order over objects disagree between repeats
+                (:func:`~redqueen.verifiers.validate_program` relies on this), and nothing a
+                program can read tells one run, or validation, from another.
 
         Raises:
             TypeError: If a pair is not two strings.
@@ -266,17 +269,12 @@ class Executor:
             ExecutorClosedError: If the executor was closed.
         """
         jobs = [_check_pair(i, pair) for i, pair in enumerate(pairs)]
-        if heap_jitter is None:
-            jitters = [0] * len(jobs)
-        else:
-            jitters = [int(j) % _MAX_JITTER for j in heap_jitter]
-            if len(jitters) != len(jobs):
-                raise ValueError(
-                    f"Executor.execute_many: heap_jitter has {len(jitters)} entries for {len(jobs)} pairs"
-                )
+        if heap_jitter is not None and len(heap_jitter) != len(jobs):
+            raise ValueError(
+                f"Executor.execute_many: heap_jitter has {len(heap_jitter)} entries for {len(jobs)} pairs"
+            )
         requests = [
-            {"source": source, "expr": expr, "timeout": self.timeout, "jitter": jitter}
-            for (source, expr), jitter in zip(jobs, jitters, strict=True)
+            {"source": source, "expr": expr, "timeout": self.timeout} for source, expr in jobs
         ]
         with self._lock:
             self._check_open()
@@ -314,21 +312,32 @@ class Executor:
             return self._run(requests)
 
     def _run(self, requests: list[dict]) -> list[ExecResult]:
+        """Run ``requests`` on the servers, at most :attr:`workers` at a time.
+
+        A request equal to one already run in this call goes to a server that has not run it,
+        so the repeats of validation see different address layouts; with one worker, a second
+        server is started for them (it never runs beside the first).
+        """
         results: list[ExecResult | None] = [None] * len(requests)
         pending = deque(range(len(requests)))
         busy: dict[int, tuple[int, float]] = {}  # server index -> (job index, deadline)
+        ran_on: dict[str, set[int]] = {}  # request -> servers (by pid) that ran it
+        keys = [json.dumps(request, sort_keys=True) for request in requests]
         while pending or busy:
             for k in range(len(self._servers)):
-                if k in busy or not pending:
+                if len(busy) >= self.workers or not pending:
+                    break
+                if k in busy:
                     continue
-                i = pending.popleft()
-                request = requests[i]
-                try:
-                    self._servers[k].send(request)
-                except OSError:  # the server died between calls: replace it and retry once
-                    self._restart(k)
-                    self._servers[k].send(request)
+                i = self._next_for(k, pending, keys, ran_on)
+                if i is None:
+                    continue
+                self._send(k, requests[i])
+                ran_on.setdefault(keys[i], set()).add(self._servers[k].pid)
                 busy[k] = (i, time.monotonic() + self.timeout + _SERVER_GRACE)
+            if not busy:  # every idle server already ran the next request: add one that has not
+                self._servers.append(_Server(self._config, self.hash_seed))
+                continue
             by_fd = {self._servers[k].rfd: k for k in busy}
             wait = max(0.0, min(deadline for _, deadline in busy.values()) - time.monotonic())
             ready = select.select(list(by_fd), [], [], wait)[0]
@@ -348,6 +357,26 @@ class Executor:
                     results[i] = ExecResult(False, None, "timed out", True)
                     self._restart(k)
         return results  # type: ignore[return-value]
+
+    def _next_for(
+        self, k: int, pending: deque[int], keys: list[str], ran_on: dict[str, set[int]]
+    ) -> int | None:
+        """The first queued request that server ``k`` has not run in this call (or None)."""
+        pid = self._servers[k].pid
+        for position, i in enumerate(pending):
+            if position >= _LOOKAHEAD:
+                return None
+            if pid not in ran_on.get(keys[i], ()):
+                del pending[position]
+                return i
+        return None
+
+    def _send(self, k: int, request: dict) -> None:
+        try:
+            self._servers[k].send(request)
+        except OSError:  # the server died between calls: replace it and retry once
+            self._restart(k)
+            self._servers[k].send(request)
 
     def _restart(self, k: int) -> None:
         self._servers[k].kill()

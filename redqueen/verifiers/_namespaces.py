@@ -7,8 +7,12 @@ with whatever subset of isolation the host permits. Standard library only.
 
 from __future__ import annotations
 
-import ctypes
 import os
+
+if __package__:
+    from . import _kernel
+else:  # imported by the fork-server script as a sibling module
+    import _kernel
 
 __all__ = ["mount_tmpfs", "private_mounts", "unmount", "unshare_ipc", "unshare_network"]
 
@@ -19,7 +23,13 @@ _CLONE_NEWNET = 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 _MNT_DETACH = 2
 
-_libc = ctypes.CDLL(None, use_errno=True)
+
+def _succeeds(call, *args: object) -> bool:
+    try:
+        call(*args)
+    except OSError:
+        return False
+    return True
 
 
 def unshare_network() -> bool:
@@ -31,10 +41,10 @@ def unshare_network() -> bool:
     Returns:
         Whether the process now has no network.
     """
-    if _libc.unshare(_CLONE_NEWNET) == 0:
+    if _succeeds(_kernel.unshare, _CLONE_NEWNET):
         return True
     uid, gid = os.getuid(), os.getgid()
-    if _libc.unshare(_CLONE_NEWNET | _CLONE_NEWUSER) != 0:
+    if not _succeeds(_kernel.unshare, _CLONE_NEWNET | _CLONE_NEWUSER):
         return False
     maps = (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1"))
     try:
@@ -56,7 +66,7 @@ def unshare_ipc() -> bool:
     Returns:
         Whether the process now has a private IPC namespace.
     """
-    return _libc.unshare(_CLONE_NEWIPC) == 0
+    return _succeeds(_kernel.unshare, _CLONE_NEWIPC)
 
 
 def private_mounts() -> bool:
@@ -65,10 +75,10 @@ def private_mounts() -> bool:
     Returns:
         Whether mounts made by this process are now private.
     """
-    if _libc.unshare(_CLONE_NEWNS) != 0:
+    if not _succeeds(_kernel.unshare, _CLONE_NEWNS):
         return False
     # Without private propagation a mount would leak to the host: then mount nothing.
-    return _libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) == 0
+    return _succeeds(_kernel.mount, "none", "/", None, _MS_REC | _MS_PRIVATE, None)
 
 
 def mount_tmpfs(path: str, *, size: int, inodes: int) -> bool:
@@ -77,11 +87,11 @@ def mount_tmpfs(path: str, *, size: int, inodes: int) -> bool:
     Returns:
         Whether the mount succeeded.
     """
-    options = f"size={size},nr_inodes={inodes},mode=0700".encode()
+    options = f"size={size},nr_inodes={inodes},mode=0700"
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    return _libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, options) == 0
+    return _succeeds(_kernel.mount, "tmpfs", path, "tmpfs", flags, options)
 
 
 def unmount(path: str) -> None:
     """Detach whatever is mounted on ``path`` (its contents vanish with it)."""
-    _libc.umount2(path.encode(), _MNT_DETACH)
+    _succeeds(_kernel.umount2, path, _MNT_DETACH)

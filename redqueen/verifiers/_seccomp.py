@@ -19,16 +19,15 @@ reads fall back to file modes (the server reports ``read_confinement: False``).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 import struct
 
-PR_SET_NO_NEW_PRIVS = 38
-_PR_GET_NO_NEW_PRIVS = 39
-_PR_GET_SECCOMP = 21
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
+if __package__:
+    from . import _kernel
+else:  # imported by the fork-server script as a sibling module
+    import _kernel
+
 
 _RET_ALLOW = 0x7FFF0000
 _RET_KILL_PROCESS = 0x80000000
@@ -210,6 +209,17 @@ _ARGUMENT_RULES = {
 }
 
 
+# Calls refused when one argument has any of some bits set: syscall -> (argument index, bits).
+# No executable mappings: a confined child loads no new native code (an extension module such
+# as ``_ctypes`` that the fork server never imported cannot be loaded), and runs no code it wrote.
+_PROT_EXEC = 0x4
+_FLAG_RULES = {
+    9: (2, _PROT_EXEC),
+    10: (2, _PROT_EXEC),
+    329: (2, _PROT_EXEC),
+}  # mmap, mprotect, pkey_mprotect
+
+
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
@@ -248,6 +258,8 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
         emit(_JEQ_K, _NR_OPENAT, jt="openat")
     for nr in _ARGUMENT_RULES:
         emit(_JEQ_K, nr, jt=f"arg{nr}")
+    for nr in _FLAG_RULES:
+        emit(_JEQ_K, nr, jt=f"flag{nr}")
     emit(_RET_K, _RET_ALLOW)
     if not allow_fs_writes:
         for name, flags_arg in (("open", 1), ("openat", 2)):
@@ -260,6 +272,11 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
         emit(_LD_W_ABS, _arg_low(index))
         for value in values:
             emit(_JEQ_K, value, jt="eperm")
+        emit(_RET_K, _RET_ALLOW)
+    for nr, (index, bits) in _FLAG_RULES.items():
+        labels[f"flag{nr}"] = len(code)
+        emit(_LD_W_ABS, _arg_low(index))
+        emit(_JSET_K, bits, jt="eperm")
         emit(_RET_K, _RET_ALLOW)
     labels["eperm"] = len(code)
     emit(_RET_K, _RET_EPERM)
@@ -277,25 +294,19 @@ def build_filter(*, allow_fs_writes: bool) -> bytes | None:
     )
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-
 class Seccomp:
     """A prepared seccomp filter; :meth:`install` applies it to the calling process.
 
-    The program is built and its buffers allocated in the fork server, so that a child only
-    makes two ``prctl`` calls.
+    The program is built in the fork server, so that a child only makes the two ``prctl``
+    calls (through ``_kernel``).
     """
 
     def __init__(self, program: bytes) -> None:
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._buffer = ctypes.create_string_buffer(program, len(program))
-        self._fprog = _SockFprog(len(program) // 8, ctypes.addressof(self._buffer))
+        self._program = bytes(program)
 
     def warm_up(self) -> None:
         """Make a harmless ``prctl`` call (PR_GET_SECCOMP) so later calls start warm."""
-        self._libc.prctl(_PR_GET_SECCOMP, 0, 0, 0, 0)
+        _kernel.get_seccomp()
 
     def install(self) -> None:
         """Set no_new_privs and load the filter.
@@ -303,20 +314,10 @@ class Seccomp:
         Raises:
             OSError: If the kernel refuses either call.
         """
-        if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if (
-            self._libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0)
-            != 0
-        ):
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+        _kernel.seccomp_filter(self._program)
 
 
 # Landlock (x86-64 syscall numbers are shared by all architectures for these new calls).
-_SYS_LANDLOCK_CREATE_RULESET = 444
-_SYS_LANDLOCK_ADD_RULE = 445
-_SYS_LANDLOCK_RESTRICT_SELF = 446
-_LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 _FS_EXECUTE = 1 << 0
 _FS_WRITE_FILE = 1 << 1
@@ -338,7 +339,6 @@ class Landlock:
 
     def __init__(self, abi: int) -> None:
         self.abi = abi
-        self._libc = ctypes.CDLL(None, use_errno=True)
         handled = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_READ_DIR | _FS_MUTATIONS
         if abi >= 2:
             handled |= _FS_REFER
@@ -366,11 +366,7 @@ class Landlock:
         Raises:
             OSError: If a Landlock call fails.
         """
-        syscall = self._libc.syscall
-        syscall.restype = ctypes.c_long
-        fd = syscall(_SYS_LANDLOCK_CREATE_RULESET, self._attr, ctypes.c_size_t(len(self._attr)), 0)
-        if fd < 0:
-            raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+        fd = _kernel.landlock_create_ruleset(self._attr)
         rules = [(writable_dir, self.allowed_beneath)]
         rules += [(path, _FS_READ_FILE | _FS_READ_DIR) for path in readable]
         try:
@@ -384,21 +380,18 @@ class Landlock:
     def _add_rule(self, ruleset_fd: int, path: str, access: int) -> None:
         dir_fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
         try:
-            rule = struct.pack("=Qi", access, dir_fd)
-            if (
-                self._libc.syscall(
-                    _SYS_LANDLOCK_ADD_RULE, ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0
-                )
-                != 0
-            ):
-                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
+            rule = _kernel.path_beneath_rule(access, dir_fd)
+            _kernel.landlock_add_rule(ruleset_fd, _LANDLOCK_RULE_PATH_BENEATH, rule)
         finally:
             os.close(dir_fd)
 
     def restrict_warm_up(self) -> None:
         """Make harmless calls (a restrict on an invalid fd) so later calls start warm."""
-        self._libc.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
-        self._libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, -1, 0)
+        _kernel.get_no_new_privs()
+        try:
+            _kernel.landlock_restrict_self(-1)
+        except OSError:
+            pass
 
     def restrict(self, ruleset_fd: int) -> None:
         """Apply a prepared ruleset to the calling process (irreversibly).
@@ -406,19 +399,12 @@ class Landlock:
         Raises:
             OSError: If the kernel refuses.
         """
-        if self._libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-        if self._libc.syscall(_SYS_LANDLOCK_RESTRICT_SELF, ruleset_fd, 0) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+        _kernel.set_no_new_privs()
+        _kernel.landlock_restrict_self(ruleset_fd)
 
 
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version, or 0 where Landlock is unavailable."""
     if platform.system() != "Linux":
         return 0
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    version = libc.syscall(
-        _SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), _LANDLOCK_CREATE_RULESET_VERSION
-    )
-    return max(int(version), 0)
+    return _kernel.landlock_abi()

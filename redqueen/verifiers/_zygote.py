@@ -2,24 +2,25 @@
 
 The executor starts this script once per worker with ``PYTHONHASHSEED`` fixed and a clean
 environment. It pre-imports the modules that programs commonly use, prepares the kernel
-filters, then serves requests read from stdin (4-byte big-endian length + JSON) and answers on
-stdout in the same framing. Each request runs in a fresh child forked from this process, so
-start-up costs a fork instead of an interpreter launch, and a crash or kill of one program
-never touches the server.
+filters, then forks its clean template (``_template.py``) before it reads any request, and
+serves requests read from stdin (4-byte big-endian length + JSON), answering on stdout in the
+same framing. Each request runs in a fresh child that the template forks, so start-up costs a
+fork instead of an interpreter launch, a crash or kill of one program never touches the
+server, and no child is a copy of a process that parsed a request: each reads its own request
+from its own pipe, and holds nothing else that any request brought.
 
 What the child does before the program runs is in ``_child.py``; how the server judges what the
 child sends back is in ``_verdict.py`` (the server, which never runs program code, decides every
 verdict). The server also moves itself into an empty network namespace, a private IPC namespace
-and a private mount namespace (where allowed), so every child inherits them, and holds a requested number of heap blocks across each fork so that the child's
-fresh objects land at shifted addresses (``id()``- and ``hash()``-dependent programs then
-differ between runs).
+and a private mount namespace (where allowed), so the template and every child inherit them.
+Its kernel calls go through ``_kernel.py`` (the compiled ``_kernelcalls`` where it was built),
+so that ``ctypes`` is never loaded in the lineage that children are forked from.
 
 The module uses only the standard library and imports nothing from ``redqueen``.
 """
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
 import gc
 import io
@@ -28,19 +29,21 @@ import os
 import resource
 import shutil
 import signal
-import struct
+import socket
 import sys
 
 if __package__:
-    from ._child import CappedWriter, refuse_socket, run_candidate, run_child, run_test
+    from . import _kernel, _server, _template
+    from ._child import refuse_socket
     from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
-    from ._verdict import verdict
 else:  # run as a script: the sibling modules are importable from the script's directory
-    from _child import CappedWriter, refuse_socket, run_candidate, run_child, run_test
+    import _kernel
+    import _server
+    import _template
+    from _child import refuse_socket
     from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
-    from _verdict import verdict
 
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
 # that import ``threading`` or ``random`` stay out: their at-fork hooks make every fork dearer.
@@ -68,44 +71,22 @@ PRELOAD = (
     "typing",
     "unicodedata",
 )
-_PR_GET_NO_NEW_PRIVS = 39
 _F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
 _PIPE_CAPACITY = 1 << 20
 _WORKDIR_BYTES = 16 * 2**20
 _WORKDIR_INODES = 1024
 _NOBODY = 65534
-_JITTER_CLASSES = tuple(range(48, 513, 16))
-_MAX_JITTER = 16
-
-
-def _send(fd: int, message: dict) -> None:
-    data = json.dumps(message).encode()
-    data = struct.pack(">I", len(data)) + data
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        chunk = os.read(fd, n)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def _recv(fd: int) -> dict | None:
-    header = _read_exact(fd, 4)
-    if header is None:
-        return None
-    body = _read_exact(fd, struct.unpack(">I", header)[0])
-    return None if body is None else json.loads(body)
+#: Descriptors a child may hold: its three standard streams and its few pipes, with room to spare.
+_MAX_FDS = 32
 
 
 class Zygote:
-    """The fork server's state: limits from the executor, prepared filters, held jitter blocks."""
+    """The sandbox's prepared state: limits from the executor, filters, the working directory.
+
+    Built once in the fork server before any request is read; the clean template
+    (``_template.py``) is forked from it and owns the working directory from then on, and
+    every child reads its confinement from the template's copy.
+    """
 
     def __init__(self, config: dict) -> None:
         self.memory_bytes = int(config["memory_bytes"])
@@ -123,28 +104,26 @@ class Zygote:
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.limits: list[tuple[int, tuple[int, int]]] = []
         self.limits_timeout = -1.0
-        self.pipe_capacity = _PIPE_CAPACITY
-        self.waiting = False
-        signal.signal(signal.SIGALRM, self._on_alarm)
+        self.pipe_capacity = _pipe_capacity()
+        # The server's line to its template, made before the socket functions are refused.
+        self.control = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         socket_module = sys.modules.get("socket")
         if socket_module is not None:  # children inherit the refusal
             for name in ("socket", "socketpair", "create_connection", "create_server"):
                 setattr(socket_module, name, refuse_socket)
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        self.prctl = self.libc.prctl
-        self.server_pid = os.getpid()
+        self.server_pid = os.getpid()  # the children's parent; the template sets its own
         # One private directory per server, emptied after any run that wrote to it; a size- and
         # inode-capped tmpfs seen only by this server and its children where mounts are allowed.
         self.tmpfs = private_mounts()
         self.workdir = ""
         self.ruleset_fd = -1
-        self._fresh_workdir()
+        self.fresh_workdir()
         with open("/proc/self/statm") as handle:  # the children start from this footprint
             vm_size = int(handle.read().split()[0]) * resource.getpagesize()
         self.address_space = vm_size + 64 * 2**20 + self.memory_bytes
-        self.held: list[list[object]] = []  # heap-jitter blocks held across one fork
         self.features = {
             "fork_server": True,
+            "clean_template": True,
             "network_namespace": self.netns,
             "ipc_namespace": self.ipcns,
             "landlock": self.landlock is not None and self._probe(self._probe_landlock),
@@ -154,6 +133,7 @@ class Zygote:
             "socket_refused": True,
             "separate_test_process": True,
             "rlimits": True,
+            "raw_memory_unloaded": _kernel.NATIVE and "ctypes" not in sys.modules,
         }
         self.drop_root = self.features["drop_root"]
         if not self.features["seccomp"]:
@@ -177,26 +157,43 @@ class Zygote:
 
     def _warm_up(self) -> None:
         """Call each foreign function once here, so children do not pay its first-call cost."""
-        self.prctl(_PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+        _kernel.get_no_new_privs()
         if self.landlock is not None:
             self.landlock.restrict_warm_up()
         if self.seccomp is not None:
             self.seccomp.warm_up()
 
-    def _remove_workdir(self) -> None:
+    def remove_workdir(self) -> None:
+        """Unmount and delete the working directory (its entries' names are never read here)."""
+        if not self.workdir:
+            return
         if self.tmpfs:
             unmount(self.workdir)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+            shutil.rmtree(self.workdir, ignore_errors=True)  # an empty mount point by now
+        else:
+            _in_throwaway_child(lambda: shutil.rmtree(self.workdir, ignore_errors=True))
+
+    def workdir_touched(self) -> bool:
+        """Whether a run left anything in the working directory, decided without reading a name.
+
+        A name read here would stay in this process's freed memory, where every later child
+        could find it: a channel between runs. On the tmpfs the inode count tells; elsewhere a
+        throwaway child lists the directory and answers with its exit status.
+        """
+        if self.tmpfs:
+            stats = os.statvfs(self.workdir)
+            return stats.f_files - stats.f_ffree > 1
+        return _in_throwaway_child(lambda: bool(os.listdir(self.workdir)))
 
     def _probe_landlock(self) -> None:
         landlock = self.landlock
         assert landlock is not None  # probed only when the kernel offers Landlock
         landlock.restrict(landlock.prepare(self.temp_root, self.readable))
 
-    def _fresh_workdir(self) -> None:
+    def fresh_workdir(self) -> None:
         """(Re)create the private working directory and its Landlock ruleset."""
         if self.workdir:
-            self._remove_workdir()
+            self.remove_workdir()
         if self.ruleset_fd >= 0:
             os.close(self.ruleset_fd)
             self.ruleset_fd = -1
@@ -213,153 +210,59 @@ class Zygote:
             except OSError:
                 self._disable_landlock()
 
+    def set_timeout(self, timeout: float) -> None:
+        """The children's resource limits for runs of ``timeout`` seconds."""
+        if timeout == self.limits_timeout:
+            return
+        cpu = int(timeout) + 1
+        fsize = self.max_stdout_chars
+        self.limits = [
+            (resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu, cpu + 1)),
+            (resource.RLIMIT_FSIZE, _capped(resource.RLIMIT_FSIZE, fsize, fsize)),
+            (resource.RLIMIT_CORE, (0, 0)),
+            (resource.RLIMIT_NPROC, (0, 0)),
+            (resource.RLIMIT_NOFILE, _capped(resource.RLIMIT_NOFILE, _MAX_FDS, _MAX_FDS)),
+            (
+                resource.RLIMIT_AS,
+                _capped(resource.RLIMIT_AS, self.address_space, self.address_space),
+            ),
+        ]
+        self.limits_timeout = timeout
+
     @staticmethod
     def _probe(install) -> bool:
         """Check in a throwaway child that a kernel filter installs."""
-        pid = os.fork()
-        if pid == 0:
-            try:
-                install()
-                os._exit(0)
-            except BaseException:
-                os._exit(1)
-        _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status) == 0
+        return _in_throwaway_child(install, raised=False)
 
-    def serve(self, rfd: int, wfd: int) -> None:
-        _send(wfd, {"ready": True, "features": self.features, "pid": os.getpid()})
+
+def _pipe_capacity() -> int:
+    """The buffer size :func:`_pipe` gets on this host (a child's result must fit in it)."""
+    rfd, wfd = os.pipe()
+    try:
         try:
-            while True:
-                request = _recv(rfd)
-                if request is None:
-                    return
-                _send(wfd, self.run(request))
-        finally:
-            self._remove_workdir()
-
-    def run(self, request: dict) -> dict:
-        """Run one program in a forked child and report its result."""
-        timeout = float(request["timeout"])
-        if not os.path.isdir(self.workdir):  # removed behind our back (e.g. a tmp cleaner)
-            self._fresh_workdir()
-        if timeout != self.limits_timeout:
-            cpu = int(timeout) + 1
-            fsize = self.max_stdout_chars
-            self.limits = [
-                (resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu, cpu + 1)),
-                (resource.RLIMIT_FSIZE, _capped(resource.RLIMIT_FSIZE, fsize, fsize)),
-                (resource.RLIMIT_CORE, (0, 0)),
-                (resource.RLIMIT_NPROC, (0, 0)),
-                (
-                    resource.RLIMIT_AS,
-                    _capped(resource.RLIMIT_AS, self.address_space, self.address_space),
-                ),
-            ]
-            self.limits_timeout = timeout
-        # Heap jitter: blocks allocated here before the fork shift the child's later allocations
-        # (and cost the child nothing); the server frees them once the child is gone.
-        self._jitter(int(request.get("jitter", 0)))
-        rfd, wfd = self._pipe()
-        candidate = -1
-        if "test" in request:  # the program answers calls; trusted test code judges it
-            calls_in, calls_out = self._pipe()
-            replies_in, replies_out = self._pipe()
-            candidate = os.fork()
-            if candidate == 0:  # never returns
-                run_candidate(self, calls_in, replies_out, request, self._writer())
-            pid = os.fork()
-            if pid == 0:  # never returns
-                run_test(self, wfd, calls_out, replies_in, request, self._writer())
-            for fd in (calls_in, calls_out, replies_in, replies_out):
-                os.close(fd)
-        else:
-            pid = os.fork()
-            if pid == 0:  # never returns
-                run_child(self, wfd, request, self._writer())
-        os.close(wfd)
-        try:
-            return self._collect(pid, rfd, timeout)
-        finally:
-            if candidate > 0:
-                _kill_group(candidate)
-                os.waitpid(candidate, 0)
-            os.close(rfd)
-            self._jitter(0)
-            if os.listdir(self.workdir):
-                self._fresh_workdir()
-
-    def _writer(self) -> CappedWriter:
-        return CappedWriter(self.max_stdout_chars)
-
-    def _pipe(self) -> tuple[int, int]:
-        """A pipe whose buffer holds a whole result (the server reads only after the exit)."""
-        rfd, wfd = os.pipe()
-        try:
-            self.pipe_capacity = fcntl.fcntl(wfd, _F_SETPIPE_SZ, _PIPE_CAPACITY)
+            return fcntl.fcntl(wfd, _F_SETPIPE_SZ, _PIPE_CAPACITY)
         except OSError:
-            self.pipe_capacity = fcntl.fcntl(wfd, _F_GETPIPE_SZ)
-        return rfd, wfd
+            return fcntl.fcntl(wfd, _F_GETPIPE_SZ)
+    finally:
+        os.close(rfd)
+        os.close(wfd)
 
-    def _collect(self, pid: int, rfd: int, timeout: float) -> dict:
-        """Wait for the child (killing its group at the deadline), then read its result.
 
-        While the child lives this process blocks in one ``waitpid``: every page it wrote now
-        would be copied, since the child still shares it. A SIGALRM ends the wait at the
-        deadline; the child's result fits in the pipe, so it never waits for a reader.
-        """
-        status: int | None = None
-        self.waiting = True
-        signal.setitimer(signal.ITIMER_REAL, timeout)
+def _in_throwaway_child(action, *, raised: bool = True) -> bool:
+    """Run ``action`` in a forked child that then exits; whether it returned a true value.
+
+    What the action reads stays in that child's memory and dies with it. With ``raised``
+    false, a normal return counts as true whatever it returned.
+    """
+    pid = os.fork()
+    if pid == 0:
         try:
-            status = os.waitpid(pid, 0)[1]
-            self.waiting = False
-        except _Deadline:
-            pass
-        finally:
-            self.waiting = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        timed_out = status is None
-        _kill_group(pid)  # the whole group: anything the program managed to start dies with it
-        if status is None:
-            try:
-                status = os.waitpid(pid, 0)[1]
-            except ChildProcessError:  # reaped just as the alarm fired
-                status = 0
-        if timed_out:
-            return {
-                "ok": False,
-                "value": None,
-                "error": "timed out",
-                "stdout": "",
-                "timed_out": True,
-            }
-        chunks = []
-        while True:
-            chunk = os.read(rfd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return verdict(
-            b"".join(chunks),
-            status,
-            max_value_chars=self.max_value_chars,
-            max_stdout_chars=self.max_stdout_chars,
-        )
-
-    def _on_alarm(self, signum: int, frame: object) -> None:
-        if self.waiting:
-            raise _Deadline
-
-    def _jitter(self, blocks: int) -> None:
-        """Hold ``blocks`` objects in each small size class (0 releases them)."""
-        blocks = max(0, min(blocks, _MAX_JITTER))
-        if not blocks:
-            self.held = []
-            return
-        span = range(blocks)
-        held: list[list[object]] = [[object() for _ in span], [float(i) + 0.5 for i in span]]
-        held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
-        self.held = held
+            result = action()
+            os._exit(0 if (result or not raised) else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -378,21 +281,10 @@ def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _drop_root() -> None:
     os.setgroups([])
     os.setresgid(_NOBODY, _NOBODY, _NOBODY)
     os.setresuid(_NOBODY, _NOBODY, _NOBODY)
-
-
-class _Deadline(Exception):
-    """Raised by the SIGALRM handler to end the wait for a child at its deadline."""
 
 
 def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
@@ -419,7 +311,9 @@ def main() -> None:
     zygote = Zygote(config)
     gc.collect()
     gc.freeze()  # children's collections then skip (and so do not copy) the server's objects
-    zygote.serve(rfd, wfd)
+    # Forked before the first request is read: every child is a copy of this clean state.
+    template_pid, control = _template.start(zygote)
+    _server.Server(zygote, template_pid, control).serve(rfd, wfd)
 
 
 if __name__ == "__main__":

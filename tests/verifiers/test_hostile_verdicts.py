@@ -78,8 +78,6 @@ SCHEDULING = {
     "sched_setaffinity_self": "import os\nos.sched_setaffinity(0, {0})",
     "sched_setscheduler_self": "import os\nos.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))",
     "sched_setparam_self": "import os\nos.sched_setparam(0, os.sched_param(0))",
-    "ioprio_set_self": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-    "if libc.syscall(251, 1, 0, (3 << 13)) != 0:\n    raise PermissionError(ctypes.get_errno())",
 }
 
 

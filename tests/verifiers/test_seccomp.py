@@ -76,3 +76,52 @@ def test_landlock_confines_writes_to_one_directory(tmp_path):
 
     assert _in_child(body) == 0
     assert (inside / "ok.txt").read_text() == "fine" and not (outside / "no.txt").exists()
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
+def test_seccomp_refuses_io_priority_changes():
+    """ioprio_set has no wrapper in ``os``, and a sandboxed program cannot load ``ctypes``
+    (``test_raw_memory.py``), so the filter's refusal is checked here, outside the executor."""
+    import ctypes
+
+    program = build_filter(allow_fs_writes=True)
+    assert program is not None
+
+    def body() -> int:
+        libc = ctypes.CDLL(None, use_errno=True)
+        allowed = libc.syscall(251, 1, 0, 3 << 13)  # ioprio_set(WHO_PROCESS, self, IDLE)
+        Seccomp(program).install()
+        refused = libc.syscall(251, 1, 0, 3 << 13) != 0 and ctypes.get_errno() == 1
+        return 0 if (allowed == 0 and refused) else 1
+
+    assert _in_child(body) == 0
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
+def test_seccomp_refuses_executable_mappings_so_no_new_native_code_loads():
+    import mmap
+
+    program = build_filter(allow_fs_writes=True)
+    assert program is not None
+
+    def body() -> int:
+        Seccomp(program).install()
+        checks = [
+            _refused(lambda: mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)),
+            mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE) is not None,
+        ]
+        try:
+            import _testbuffer  # noqa: F401  an extension module nothing here had loaded
+        except ImportError:
+            checks.append(True)
+        except Exception:
+            checks.append(False)
+        else:
+            checks.append(False)
+        return 0 if all(checks) else 1 + checks.index(False)
+
+    import sys
+
+    if "_testbuffer" in sys.modules:
+        pytest.skip("_testbuffer is already loaded in this process")
+    assert _in_child(body) == 0
