@@ -256,8 +256,9 @@ class Executor:
             heap_jitter: Accepted for :class:`~redqueen.verifiers.ProgramRunner`'s signature
                 (other runners use it); here it must match ``pairs`` in length and changes
                 nothing. Every run already takes a random heap shift of its own, drawn after
-                the request is out of reach, and repeats of one pair within a call run on
-                different fork servers (separate interpreters with their own address layout),
+                the request is out of reach, and each repeat of a pair within a call runs on
+                another fork server than the one before it (separate interpreters with their
+                own address layout),
                 so programs whose result depends on ``id()``, ``hash()`` of objects or set
                 order over objects disagree between repeats
                 (:func:`~redqueen.verifiers.validate_program` relies on this), and nothing a
@@ -314,14 +315,14 @@ class Executor:
     def _run(self, requests: list[dict]) -> list[ExecResult]:
         """Run ``requests`` on the servers, at most :attr:`workers` at a time.
 
-        A request equal to one already run in this call goes to a server that has not run it,
-        so the repeats of validation see different address layouts; with one worker, a second
-        server is started for them (it never runs beside the first).
+        A request equal to one already run in this call goes to another server than the one
+        that ran it last, so the repeats of validation see different address layouts; with one
+        worker, a second server is started for them (it never runs beside the first).
         """
         results: list[ExecResult | None] = [None] * len(requests)
         pending = deque(range(len(requests)))
         busy: dict[int, tuple[int, float]] = {}  # server index -> (job index, deadline)
-        ran_on: dict[str, set[int]] = {}  # request -> servers (by pid) that ran it
+        last_on: dict[str, int] = {}  # request -> pid of the server that ran it last
         keys = [json.dumps(request, sort_keys=True) for request in requests]
         while pending or busy:
             for k in range(len(self._servers)):
@@ -329,13 +330,13 @@ class Executor:
                     break
                 if k in busy:
                     continue
-                i = self._next_for(k, pending, keys, ran_on)
+                i = self._next_for(k, pending, keys, last_on)
                 if i is None:
                     continue
                 self._send(k, requests[i])
-                ran_on.setdefault(keys[i], set()).add(self._servers[k].pid)
+                last_on[keys[i]] = self._servers[k].pid
                 busy[k] = (i, time.monotonic() + self.timeout + _SERVER_GRACE)
-            if not busy:  # every idle server already ran the next request: add one that has not
+            if not busy:  # the one server ran the next request last: start a second one
                 self._servers.append(_Server(self._config, self.hash_seed))
                 continue
             by_fd = {self._servers[k].rfd: k for k in busy}
@@ -359,14 +360,14 @@ class Executor:
         return results  # type: ignore[return-value]
 
     def _next_for(
-        self, k: int, pending: deque[int], keys: list[str], ran_on: dict[str, set[int]]
+        self, k: int, pending: deque[int], keys: list[str], last_on: dict[str, int]
     ) -> int | None:
-        """The first queued request that server ``k`` has not run in this call (or None)."""
+        """The first queued request that server ``k`` did not run last (None if none near)."""
         pid = self._servers[k].pid
         for position, i in enumerate(pending):
             if position >= _LOOKAHEAD:
                 return None
-            if pid not in ran_on.get(keys[i], ()):
+            if last_on.get(keys[i]) != pid:
                 del pending[position]
                 return i
         return None

@@ -237,3 +237,12 @@ def test_a_child_holds_few_descriptors(executor):
     )
     result = executor.execute(source, "f(0)")
     assert result.ok and int(result.value) <= 32, result
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_many_repeats_take_no_more_servers_than_two_or_the_workers(workers):
+    pair = ("def f(x):\n    return x + 1", "f(1)")
+    with Executor(workers=workers) as ex:
+        results = ex.execute_many([pair] * 12)
+        assert all(r.ok and r.value == "2" for r in results)
+        assert len(ex._servers) == max(workers, 2)
