@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -42,34 +42,55 @@ class ConfigError(ValueError):
 
 class _Section(BaseModel):
     """Base of every section: unknown keys are errors, values are immutable once validated,
-    and every number is finite (``.inf`` and ``.nan`` are refused, in free-form mappings too)."""
+    and every number is finite (``.inf`` and ``.nan`` are refused, in free-form mappings too).
+
+    A free-form mapping (:attr:`_FREE_FORM`: ``environment.options``, ...) is handed to code
+    that may turn a string into a number (``float("1e400")`` is ``inf``), so there a string
+    that reads as a non-finite number is refused as well."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
+    #: Fields holding free-form mappings, whose numeric strings are checked too.
+    _FREE_FORM: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")
     @classmethod
     def _finite_numbers(cls, data: Any) -> Any:
-        bad = _non_finite(data)
-        if bad is not None:
-            raise ValueError(f"{bad}: must be a finite number")
+        if not isinstance(data, Mapping):
+            return data
+        for key, value in data.items():
+            bad = _non_finite(value, str(key), strings=key in cls._FREE_FORM)
+            if bad is not None:
+                path, shown = bad
+                raise ValueError(f"{path}: must be a finite number (got {shown})")
         return data
 
 
-def _non_finite(value: Any, path: str = "") -> str | None:
-    """Dotted path of the first non-finite float in plain data, or ``None``."""
+def _non_finite(value: Any, path: str, *, strings: bool = False) -> tuple[str, str] | None:
+    """Dotted path and text of the first non-finite number in plain data (with ``strings``,
+    of a string that ``float`` reads as one too), or ``None``."""
     if isinstance(value, float) and not math.isfinite(value):
-        return path or "value"
+        return path, repr(value)
+    if strings and isinstance(value, str) and not _finite_text(value):
+        return path, repr(value)
     if isinstance(value, Mapping):
         for key, item in value.items():
-            found = _non_finite(item, f"{path}.{key}" if path else str(key))
+            found = _non_finite(item, f"{path}.{key}", strings=strings)
             if found is not None:
                 return found
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            found = _non_finite(item, f"{path}.{index}" if path else str(index))
+            found = _non_finite(item, f"{path}.{index}", strings=strings)
             if found is not None:
                 return found
     return None
+
+
+def _finite_text(text: str) -> bool:
+    """Whether ``text`` is not a number, or a finite one (``"1e400"``, ``"nan"``, ``"-inf"`` are not)."""
+    try:
+        return math.isfinite(float(text))
+    except (ValueError, OverflowError):
+        return True
 
 
 class ModelConfig(_Section):
@@ -93,7 +114,7 @@ class ModelConfig(_Section):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
     target_modules: tuple[str, ...] | None = None
-    cpu_threads: int | None = Field(None, ge=1)
+    cpu_threads: int | None = Field(None, ge=1, le=1024)
 
 
 #: Where each mirrored section's defaults are written (read by :mod:`._defaults`, not imported).
@@ -114,10 +135,10 @@ class PopulationConfig(_Section):
     ``solo`` by the self-play baseline (each solo member proposes and solves on its own).
     """
 
-    teachers: int = Field(default_factory=_coevolution("teachers"), ge=0)
-    students: int = Field(default_factory=_coevolution("students"), ge=0)
-    solo: int = Field(default_factory=runtime_default(_SELFPLAY, "solo"), ge=0)
-    rank: int = Field(default_factory=_coevolution("rank"), ge=1)
+    teachers: int = Field(default_factory=_coevolution("teachers"), ge=0, le=10_000)
+    students: int = Field(default_factory=_coevolution("students"), ge=0, le=10_000)
+    solo: int = Field(default_factory=runtime_default(_SELFPLAY, "solo"), ge=0, le=10_000)
+    rank: int = Field(default_factory=_coevolution("rank"), ge=1, le=4096)
     alpha: float = Field(default_factory=_coevolution("alpha"), gt=0, le=1e4)
     init: Literal["peft", "gaussian"] = Field(default_factory=_coevolution("init"))
     init_std: float = Field(default_factory=_coevolution("init_std"), gt=0, le=10)
@@ -148,11 +169,12 @@ class StudentRewardConfig(_Section):
 
 
 class ExecutorConfig(_Section):
-    """Sandbox settings of the verifier's executor."""
+    """Sandbox settings of the verifier's executor: at most 1024 workers, an hour a program
+    and 1 TiB of memory (a larger value is a typo, or a way to make the sandbox fail)."""
 
-    workers: int | None = Field(default_factory=_executor("workers"), ge=1)
-    timeout: float = Field(default_factory=_executor("timeout"), gt=0)
-    memory_mb: int = Field(default_factory=_executor("memory_mb"), ge=16)
+    workers: int | None = Field(default_factory=_executor("workers"), ge=1, le=1024)
+    timeout: float = Field(default_factory=_executor("timeout"), gt=0, le=3600)
+    memory_mb: int = Field(default_factory=_executor("memory_mb"), ge=16, le=1 << 20)
 
 
 class EnvironmentConfig(_Section):
@@ -186,17 +208,19 @@ class EnvironmentConfig(_Section):
     domain: str = "code"
     domain_params: dict[str, Any] = Field(default_factory=dict)
     task_types: tuple[str, ...] | None = Field(None, min_length=1)
-    tasks_per_teacher: int = Field(default_factory=_game("tasks_per_teacher"), ge=1)
-    answers_per_task: int = Field(default_factory=_game("answers_per_task"), ge=1)
-    references: int = Field(default_factory=_game("references"), ge=0)
-    buffer_size: int = Field(default_factory=_game("buffer_size"), ge=1)
-    propose_max_new_tokens: int = Field(default_factory=_game("propose_max_new_tokens"), ge=1)
-    solve_max_new_tokens: int = Field(default_factory=_game("solve_max_new_tokens"), ge=1)
-    base_probe_answers: int = Field(default_factory=_game("base_probe_answers"), ge=0)
+    tasks_per_teacher: int = Field(default_factory=_game("tasks_per_teacher"), ge=1, le=100_000)
+    answers_per_task: int = Field(default_factory=_game("answers_per_task"), ge=1, le=10_000)
+    references: int = Field(default_factory=_game("references"), ge=0, le=1_000)
+    buffer_size: int = Field(default_factory=_game("buffer_size"), ge=1, le=10_000_000)
+    propose_max_new_tokens: int = Field(default_factory=_game("propose_max_new_tokens"), ge=1, le=1_000_000)
+    solve_max_new_tokens: int = Field(default_factory=_game("solve_max_new_tokens"), ge=1, le=1_000_000)
+    base_probe_answers: int = Field(default_factory=_game("base_probe_answers"), ge=0, le=10_000)
     teacher_reward: TeacherRewardConfig = TeacherRewardConfig()
     student_reward: StudentRewardConfig = StudentRewardConfig()
     executor: ExecutorConfig = ExecutorConfig()
     options: dict[str, Any] = Field(default_factory=dict)
+
+    _FREE_FORM = ("options", "domain_params")
 
     @model_validator(mode="after")
     def _check_domain(self) -> EnvironmentConfig:
@@ -283,6 +307,8 @@ class EvolutionConfig(_Section):
     snapshot_every: int = Field(default_factory=_replacement_default("snapshot_every"))
     hall_of_fame: int = Field(default_factory=_replacement_default("hall_of_fame"))
 
+    _FREE_FORM = ("selection_params", "operator_params")
+
     @model_validator(mode="after")
     def _check(self) -> EvolutionConfig:
         self.replacement()  # the schema's own checks; messages name the field
@@ -343,9 +369,9 @@ class LearnerSettings(_Section):
     max_grad_norm: float = Field(default_factory=_learner("max_grad_norm"), gt=0, le=1e6)
     weight_decay: float = Field(default_factory=_learner("weight_decay"), ge=0, le=100)
     kl_coef: float = Field(default_factory=_learner("kl_coef"), ge=0, le=1e6)
-    epochs: int = Field(default_factory=_learner("epochs"), ge=1)
-    minibatches: int = Field(default_factory=_learner("minibatches"), ge=1)
-    micro_batch_size: int = Field(default_factory=_learner("micro_batch_size"), ge=1)
+    epochs: int = Field(default_factory=_learner("epochs"), ge=1, le=1_000)
+    minibatches: int = Field(default_factory=_learner("minibatches"), ge=1, le=100_000)
+    micro_batch_size: int = Field(default_factory=_learner("micro_batch_size"), ge=1, le=1_000_000)
 
 
 class SamplingConfig(_Section):
@@ -383,19 +409,19 @@ class EngineConfig(_Section):
         placement: Placement of GPU workers: ``PACK`` (one multi-GPU node) or ``SPREAD``.
     """
 
-    workers: int = Field(0, ge=0)
+    workers: int = Field(0, ge=0, le=1024)
     ray_address: str | None = None
-    cpus_per_worker: float = Field(1.0, ge=0)
-    gpus_per_worker: float | None = Field(None, ge=0)
+    cpus_per_worker: float = Field(1.0, ge=0, le=1024)
+    gpus_per_worker: float | None = Field(None, ge=0, le=64)
     placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
 
 
 class ExperimentConfig(_Section):
     """Everything one experiment needs; see the section classes for each field."""
 
-    steps: int = Field(20, ge=1)
-    seed: int = 0
-    checkpoint_every: int = Field(1, ge=0)
+    steps: int = Field(20, ge=1, le=100_000_000)
+    seed: int = Field(0, ge=-(2**63), le=2**63 - 1)
+    checkpoint_every: int = Field(1, ge=0, le=100_000_000)
     model: ModelConfig = ModelConfig()
     population: PopulationConfig = PopulationConfig()
     environment: EnvironmentConfig = Field(default_factory=EnvironmentConfig)
