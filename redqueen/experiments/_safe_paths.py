@@ -24,10 +24,22 @@ import re
 import stat
 from pathlib import Path, PurePosixPath
 
-__all__ = ["UnsafePathError", "check_links", "check_member_id", "check_tree", "open_in", "read_in"]
+__all__ = [
+    "STEP_NAME",
+    "UnsafePathError",
+    "check_links",
+    "check_member_id",
+    "check_tree",
+    "open_in",
+    "read_in",
+    "step_of",
+]
 
 #: What a member (and snapshot member) id may be.
 MEMBER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", re.ASCII)
+#: What a checkpoint or snapshot folder is named: ASCII digits only (``int`` and ``str.isdigit``
+#: take other scripts' digits, and ``$`` a trailing newline, so neither decides it).
+STEP_NAME = re.compile(r"step_([0-9]+)", re.ASCII)
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -52,6 +64,12 @@ def check_member_id(value: object, where: str | None = None) -> str:
         f"{prefix}member id {shown} is not a plain name (ASCII letters, digits, '.', '_', '-', "
         "starting with a letter or digit, at most 64 characters); refused before it became a path"
     )
+
+
+def step_of(name: str) -> int | None:
+    """The step of a folder named ``step_<ASCII digits>``, else ``None``."""
+    match = STEP_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def _link_error(path: Path) -> UnsafePathError:

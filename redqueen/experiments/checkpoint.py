@@ -20,7 +20,6 @@ import errno
 import hashlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from redqueen.experiments._fsync import fsync_directory
+from redqueen.experiments._safe_paths import step_of
 
 #: Bumped when the checkpoint layout changes incompatibly (1: pickled ``state.pt``).
 CHECKPOINT_FORMAT = 2
@@ -37,7 +37,6 @@ TENSORS_FILE = "tensors.safetensors"
 META_FILE = "meta.json"
 #: The pickled state of format-1 checkpoints, read only through torch's restricted unpickler.
 LEGACY_STATE_FILE = "state.pt"
-_STEP_DIR = re.compile(r"^step_(\d+)$")
 _READABLE_FORMATS = (1, CHECKPOINT_FORMAT)
 
 
@@ -292,9 +291,9 @@ def _step_directories(root: Path) -> list[tuple[int, Path]]:
         return []
     found = []
     for child in root.iterdir():
-        match = _STEP_DIR.match(child.name)
-        if match and child.is_dir():
-            found.append((int(match.group(1)), child))
+        step = step_of(child.name)  # ASCII digits only: "step_3\n" and other scripts' digits are not steps
+        if step is not None and child.is_dir():
+            found.append((step, child))
     return found
 
 

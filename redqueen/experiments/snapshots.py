@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from redqueen.experiments._safe_paths import UnsafePathError, check_links, check_member_id, read_in
+from redqueen.experiments._safe_paths import (
+    UnsafePathError,
+    check_links,
+    check_member_id,
+    read_in,
+    step_of,
+)
 
 #: Folder of the snapshots inside a run directory.
 SNAPSHOTS = "snapshots"
@@ -138,11 +144,11 @@ def read_snapshots(run_path: str | os.PathLike[str]) -> dict[int, list[SnapshotM
     if not root.is_dir():
         return result
     for folder in sorted(root.glob("step_*")):
-        if not folder.is_dir():
+        step = step_of(folder.name)
+        if step is None or not folder.is_dir():
             continue
         index_path = folder / _INDEX
         try:
-            step = int(folder.name.removeprefix("step_"))
             rows = json.loads(read_in(root, index_path.relative_to(root)).decode("utf-8"))
             members = [
                 SnapshotMember(

@@ -179,3 +179,31 @@ def test_a_huge_timeout_is_one_line_before_anything_is_built(tmp_path):
     assert result.exit_code == 2, result.output
     assert "environment.executor.timeout" in _error_line(result)
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ 6. checkpoint names are ASCII digits
+ODD_STEPS = [
+    "step_99\n",
+    "step_\u0669\u0669",
+    "step_\uff19\uff19",
+    "step_99 ",
+    "step_+99",
+    "step_9_9",
+]
+
+
+@pytest.mark.parametrize("name", ODD_STEPS)
+def test_a_checkpoint_folder_with_an_odd_name_never_becomes_the_latest(copy, name):
+    checkpoints = copy / "checkpoints"
+    shutil.copytree(checkpoints / "step_4", checkpoints / name)
+    assert latest_checkpoint(checkpoints).path.name == "step_4"
+    result = cli.invoke(app, ["resume", str(copy), "--no-plots", "--steps", "6"])
+    assert result.exit_code == 0, result.output
+    assert latest_checkpoint(checkpoints).step == 6
+
+
+@pytest.mark.parametrize("name", ["step_\u0669\u0669", "step_00099\n"])
+def test_a_snapshot_folder_with_an_odd_name_is_not_a_snapshot(copy, name):
+    snapshots = copy / "snapshots"
+    shutil.copytree(snapshots / "step_00002", snapshots / name)
+    assert sorted(read_snapshots(copy)) == [2, 4]
