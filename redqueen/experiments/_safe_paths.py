@@ -14,6 +14,10 @@ other. Two rules keep what it holds from steering where redqueen reads and write
   The run directory itself may be reached through a link (``runs/latest``); links inside it
   may not. Hard links are not detected: they need write access to the target's file system
   and cannot point at directories.
+* **Outputs are written the same way.** :func:`write_in` makes the folders on the way and
+  replaces the file from a directory handle, never through a link, so a planted
+  ``compare`` or ``plots`` link, or one at ``compare/compare.md``, is refused rather than
+  written through.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "open_in",
     "read_in",
     "step_of",
+    "write_in",
 ]
 
 #: What a member (and snapshot member) id may be.
@@ -183,6 +188,71 @@ def read_in(root: str | os.PathLike[str], rel: str | os.PathLike[str]) -> bytes:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise UnsafePathError(f"{Path(root, rel)} is not a regular file; refused")
         return handle.read()
+
+
+def write_in(root: str | os.PathLike[str], rel: str | os.PathLike[str], data: bytes) -> Path:
+    """Replace the file ``root/rel`` with ``data``, never through a symbolic link below ``root``.
+
+    The folders between ``root`` and the file are made when missing and entered one by one
+    with ``O_NOFOLLOW``; the data goes to a hidden temporary file opened the same way, is
+    fsynced and renamed over the file from the folder's handle. A link where a folder or the
+    file should be is refused (a rename would replace one planted between the check and the
+    rename, not write through it). ``root`` itself may be a link.
+
+    Returns:
+        ``root/rel``.
+
+    Raises:
+        UnsafePathError: Naming the link met on the way.
+        OSError: As ``os.open`` and ``write`` (a full disk, no permission, ...).
+    """
+    parts = _relative_parts(rel)
+    base = Path(root)
+    target = base.joinpath(*parts)
+    fd = os.open(base, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        here = base
+        for part in parts[:-1]:
+            here = here / part
+            try:
+                os.mkdir(part, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            except OSError as error:
+                raise _link_error(here) if _is_link(part, fd) else error from None
+            os.close(fd)
+            fd = inner
+        name = parts[-1]
+        if _is_link(name, fd):
+            raise _link_error(target)
+        tmp = f".{name}.tmp"
+        try:
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=fd)
+        except OSError as error:
+            if error.errno == errno.ELOOP or _is_link(tmp, fd):
+                raise _link_error(base.joinpath(*parts[:-1], tmp)) from None
+            raise
+        try:
+            with os.fdopen(out, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=fd)
+            except OSError:
+                pass
+            raise
+        try:
+            os.fsync(fd)
+        except OSError:  # some file systems cannot sync a directory; the rename has happened
+            pass
+    finally:
+        os.close(fd)
+    return target
 
 
 def _is_link(name: str, dir_fd: int) -> bool:

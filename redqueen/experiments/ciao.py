@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import typer
 
-from redqueen.experiments._safe_paths import check_links
-from redqueen.experiments.rundir import write_atomic
+from redqueen.experiments._display import error_line, shown
+from redqueen.experiments._safe_paths import check_links, write_in
 from redqueen.experiments.snapshots import SnapshotMember, read_snapshots
 
 #: Seat of each role in a CIAO match: (proposer roles, solver roles) per kind of run.
@@ -67,7 +67,9 @@ def _seats(snapshots: dict[int, list[SnapshotMember]]) -> tuple[str, str]:
     )
 
 
-def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0) -> CiaoResult:
+def ciao_matrix(
+    run_path: str | Path, *, pairs: int | None = None, seed: int = 0, trust_remote: bool = False
+) -> CiaoResult:
     """Play every snapshot's proposers against every snapshot's solvers.
 
     Args:
@@ -75,17 +77,19 @@ def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0
         pairs: Matches per cell (default: as many as the larger of the two groups; proposer
             ``k`` meets solver ``k``, each group cycled).
         seed: Seeds the matches; the same seed gives the same matrix.
+        trust_remote: Use the settings of ``config.yaml`` that reach other machines (a Ray
+            cluster to join); without it they are refused.
 
     Raises:
         ValueError: Naming the file or field: not a run directory, no snapshots, unreadable
             adapters, a configuration that no longer validates or builds.
     """
+    from redqueen.experiments._run_config import load_run_config
     from redqueen.experiments.build import build_environment
-    from redqueen.experiments.config import load_config
     from redqueen.experiments.rundir import RunDirectory
 
     run_dir = RunDirectory(run_path)
-    run_dir.require()
+    config = load_run_config(run_dir, trust_remote=trust_remote)  # walks the directory first
     snapshots = read_snapshots(run_dir.path)
     if not snapshots:
         raise ValueError(
@@ -118,7 +122,7 @@ def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0
                 (proposers[k % len(proposers)], solvers[k % len(solvers)]) for k in range(n)
             )
             cells.append((i, j, n))
-    env = build_environment(load_config(str(run_dir.config_path)))
+    env = build_environment(config)
     try:
         play = getattr(env, "play_matches", None)
         if not callable(play):
@@ -139,17 +143,23 @@ def ciao_matrix(run_path: str | Path, *, pairs: int | None = None, seed: int = 0
 
 
 def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
-    """Write ``ciao.json`` and ``plots/ciao.png``; returns both paths."""
+    """Write ``ciao.json`` and ``plots/ciao.png``; returns both paths.
+
+    Both are written from the run directory's handle down, never through a symbolic link.
+
+    Raises:
+        UnsafePathError: If ``plots``, ``ciao.json`` or ``plots/ciao.png`` is a link.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     run_path = Path(run_path)
-    check_links(run_path, "plots")
-    json_path = run_path / "ciao.json"
-    write_atomic(
-        json_path,
+    check_links(run_path, "ciao.json", "plots/ciao.png")  # both refused before either is written
+    json_path = write_in(
+        run_path,
+        "ciao.json",
         json.dumps(
             {**asdict(result), "rows": "proposer snapshot", "columns": "solver snapshot"}, indent=1
         ).encode(),
@@ -179,17 +189,15 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
     )
     ax.set_title("CIAO: every generation against every other")
     fig.tight_layout()
-    plot_path = run_path / "plots" / "ciao.png"
-    plot_path.parent.mkdir(parents=True, exist_ok=True)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=120)
     plt.close(fig)
-    write_atomic(plot_path, png.getvalue())
+    plot_path = write_in(run_path, "plots/ciao.png", png.getvalue())
     return json_path, plot_path
 
 
 def _fail(message: str) -> typer.Exit:
-    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     return typer.Exit(2)
 
 
@@ -201,15 +209,23 @@ def ciao_command(
         None, "--pairs", min=1, help="Matches per cell (default: one per member)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the matches."),
+    trust_remote: bool = typer.Option(
+        False,
+        "--trust-remote",
+        help="Use config.yaml's settings that reach other machines (engine.ray_address).",
+    ),
 ) -> None:
     """CIAO matrix: members saved at snapshots against each other's generations; writes ciao.json and plots/ciao.png."""
     from rich.console import Console
+    from rich.markup import escape
 
     try:
-        with Console(stderr=True).status(f"CIAO: playing {run_dir}'s snapshots against each other"):
-            result = ciao_matrix(run_dir, pairs=pairs, seed=seed)
+        status = f"CIAO: playing {escape(shown(run_dir))}'s snapshots against each other"
+        with Console(stderr=True).status(status):
+            result = ciao_matrix(run_dir, pairs=pairs, seed=seed, trust_remote=trust_remote)
+        paths = write_ciao(run_dir, result)
     except (ValueError, KeyError, OSError) as error:
         text = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
         raise _fail(text.splitlines()[0] if text else type(error).__name__) from None
-    for path in write_ciao(run_dir, result):
-        print(path)
+    for path in paths:
+        print(shown(path))

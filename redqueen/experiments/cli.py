@@ -5,6 +5,8 @@ directory, ``plot`` redraws its plots, ``export`` copies a member's adapter out 
 ``sweep`` runs a grid over seeds on Ray Tune, ``compare`` draws conditions with bootstrap bands,
 and ``list`` shows every registry (operators, selections, environments, presets, plots, ...).
 Bad input exits with status 2 and one line naming the field or file, never a traceback.
+Names from a run directory (folders, member ids, condition labels) are printed escaped
+(:mod:`._display`), so none can send a terminal escape sequence or forge a line.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rich.progress import (
 
 from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
+from redqueen.experiments._display import EscapingFormatter, error_line, shown
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.domain_check import domain_check_command
 from redqueen.experiments.evaluation.command import eval_command
@@ -70,7 +73,7 @@ def configure_logging(level: str = "INFO") -> None:
     for handler in [h for h in logger.handlers if isinstance(h, RichHandler)]:
         logger.removeHandler(handler)
     handler = RichHandler(console=Console(stderr=True), show_time=False, show_path=False, markup=False)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(EscapingFormatter("%(message)s"))
     logger.addHandler(handler)
     logger.setLevel(numeric)
 
@@ -105,8 +108,8 @@ def _plugin_option(action: str) -> Any:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``error: <message>`` as one line on stderr and return the exit to raise."""
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
+    """Print ``error: <message>`` as one line on stderr (names escaped) and return the exit to raise."""
+    typer.echo(error_line(message), err=True)
     return typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -145,6 +148,8 @@ def _fmt(value: Any) -> str:
 
 
 def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..., None]]:
+    from rich.markup import escape
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(bar_width=20),
@@ -155,7 +160,7 @@ def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..
         console=console,
     )
     task = progress.add_task(
-        runner.run_dir.path.name, total=runner.steps, completed=runner.step_count, stats=""
+        escape(shown(runner.run_dir.path.name)), total=runner.steps, completed=runner.step_count, stats=""
     )
 
     def on_step(record: Any, current: Any) -> None:
@@ -189,15 +194,15 @@ def _drive(runner: Any) -> None:
     finally:
         runner.close()
     for note in result.plot_notes:
-        console.print(f"plot {note}")
+        console.print(f"plot {shown(note)}", markup=False, highlight=False)
     if result.interrupted:
         typer.echo(
             f"interrupted after step {result.steps_done}/{result.steps_total}; checkpoint written."
-            f" Continue with: redqueen resume {result.path}",
+            f" Continue with: redqueen resume {shown(result.path)}",
             err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if result.stop_signal == signal.SIGTERM else EXIT_INTERRUPTED)
-    typer.echo(f"run complete: {result.steps_done} steps in {result.path}")
+    typer.echo(f"run complete: {result.steps_done} steps in {shown(result.path)}")
 
 
 def _run_failure(runner: Any, error: BaseException) -> str:
@@ -275,11 +280,18 @@ def resume_command(
     plugins: list[str] | None = typer.Option(
         None, "--plugin", help="Confirm a plug-in of plugins.json by naming it again (repeatable)."
     ),
+    trust_remote: bool = typer.Option(
+        False,
+        "--trust-remote",
+        help="Use config.yaml's settings that reach other machines (engine.ray_address, logging.wandb).",
+    ),
 ) -> None:
     """Continue a run from its latest checkpoint.
 
     The plug-ins it was started with (plugins.json) run code, so they are imported only when
-    confirmed: by --trust-plugins, or by naming each of them again with --plugin.
+    confirmed: by --trust-plugins, or by naming each of them again with --plugin. Settings of
+    config.yaml that reach other machines (a Ray cluster to join, a W&B project) are used only
+    with --trust-remote.
     """
     from redqueen.experiments.runner import resume_run
 
@@ -287,7 +299,7 @@ def resume_command(
         load_plugins()
         if run_dir.is_dir():
             _import_confirmed_plugins(run_dir, trust_plugins, list(plugins or ()))
-        runner = resume_run(run_dir, plots=plots, steps=steps)
+        runner = resume_run(run_dir, plots=plots, steps=steps, trust_remote=trust_remote)
     _drive(runner)
 
 
@@ -335,9 +347,9 @@ def plot_command(
         with run.snapshot():
             report = make_plots(run_dir)
     for path in report.written:
-        typer.echo(str(path))
+        typer.echo(shown(path))
     for note in report.notes:
-        typer.echo(f"note: {note}", err=True)
+        typer.echo(f"note: {shown(note)}", err=True)
 
 
 @app.command("export")
@@ -351,7 +363,7 @@ def export_command(
 
     with bad_input_exits():
         path = export_adapter(run_dir, member_id, out)
-    typer.echo(str(path))
+    typer.echo(shown(path))
 
 
 app.command("eval")(eval_command)
@@ -395,6 +407,6 @@ def main(argv: list[str] | None = None) -> None:
     except typer.TyperException as error:  # the argument parser's usage errors
         format_message = getattr(error, "format_message", None)
         message = format_message() if callable(format_message) else str(error)
-        typer.echo(f"error: {' '.join(message.split())}", err=True)
+        typer.echo(error_line(message), err=True)
         sys.exit(EXIT_BAD_INPUT)
     sys.exit(code if isinstance(code, int) else 0)

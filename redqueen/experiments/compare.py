@@ -8,10 +8,17 @@ bootstrap over 2-4 seeds covers far less than it claims), the final value of eve
 mean with a CI, and a two-sided Mann-Whitney U test between every pair of conditions. Under
 :data:`FEW_SEEDS` seeds the table carries a caveat. It writes ``compare.png`` (one panel per metric, one band per
 condition), ``compare.json`` (every number drawn) and ``compare.md`` (the table).
+
+The folders it reads are run directories and hold data only: each run is walked for links
+first (:meth:`~redqueen.experiments.rundir.RunDirectory.require`), a sweep's ``sweep.json``
+may name only folders inside the sweep, and the three files are written from the output
+folder's handle down, never through a symbolic link (a planted ``compare`` link, or one at
+``compare/compare.md``, is refused before anything is written).
 """
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import logging
@@ -20,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from redqueen.experiments._display import shown
+from redqueen.experiments._safe_paths import check_links, write_in
 from redqueen.experiments.rundir import RunDirectory
 from redqueen.experiments.stats import Interval, rank_test, smallest_rank_p, t_ci
 from redqueen.experiments.sweep import MANIFEST, read_manifest
@@ -68,8 +77,11 @@ class FinalValues:
 def find_conditions(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[Path]]:
     """Condition -> run directories, from sweep directories, folders of runs or single runs.
 
+    Every run found is walked for links and special files before anything is read.
+
     Raises:
         ValueError: Naming the path, if it is none of these or two conditions share a name.
+        UnsafePathError: If a run, or the folder of runs, holds a symbolic link.
     """
     groups: dict[str, list[Path]] = {}
     for raw in paths:
@@ -79,12 +91,16 @@ def find_conditions(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[P
         elif (path / "config.yaml").is_file():
             found = {path.name: [path]}
         elif path.is_dir() and any((p / "config.yaml").is_file() for p in path.iterdir()):
-            found = {path.name: sorted(p for p in path.iterdir() if (p / "config.yaml").is_file())}
+            runs = sorted(p for p in path.iterdir() if (p / "config.yaml").is_file())
+            check_links(path, *(p.name for p in runs))
+            found = {path.name: runs}
         else:
             raise ValueError(f"{path}: not a sweep directory, a run directory or a folder of runs")
         for name, runs in found.items():
             if name in groups:
                 raise ValueError(f"{path}: condition {name!r} is given twice")
+            for run in runs:
+                RunDirectory(run).require()
             groups[name] = runs
     return groups
 
@@ -132,12 +148,14 @@ class Comparison:
         finals: Per metric, one :class:`FinalValues` per condition that logged it.
         tests: Per metric, ``(condition a, condition b, Mann-Whitney U p-value)`` per pair.
         files: The files written.
+        table: What ``compare.md`` holds.
     """
 
     bands: dict[str, list[Band]]
     finals: dict[str, list[FinalValues]]
     tests: dict[str, list[tuple[str, str, float | None]]]
     files: list[Path]
+    table: str = ""
 
 
 def compare(
@@ -156,6 +174,7 @@ def compare(
 
     Raises:
         ValueError: If a path holds no runs or no run logged one of the metrics (it is named).
+        UnsafePathError: If a run holds a symbolic link, or one stands where an output goes.
     """
     conditions = find_conditions(paths)
     bands: dict[str, list[Band]] = {}
@@ -168,15 +187,26 @@ def compare(
         bands[metric] = [metric_band(name, runs, metric) for name, runs in conditions.items()]
         tests[metric] = [(a.condition, b.condition, rank_test(a.values, b.values))
                          for a, b in itertools.combinations(finals[metric], 2)]
-    target = Path(out) if out is not None else Path(paths[0]) / "compare"
-    target.mkdir(parents=True, exist_ok=True)
-    files = [_draw(bands, target / "compare.png"), _write_json(bands, finals, tests, target / "compare.json"),
-             _write_markdown(conditions, finals, tests, target / "compare.md")]
-    _log.info("compared %d conditions on %s into %s", len(conditions), ", ".join(metrics), target)
-    return Comparison(bands, finals, tests, files)
+    if out is not None:
+        root, folder = Path(out), ""
+        root.mkdir(parents=True, exist_ok=True)
+    else:
+        root, folder = Path(paths[0]), "compare"
+    table = _markdown(finals, tests)
+    contents = {
+        "compare.png": _draw(bands),
+        "compare.json": _json_text(bands, finals, tests).encode(),
+        "compare.md": table.encode(),
+    }
+    names = {name: f"{folder}/{name}" if folder else name for name in contents}
+    check_links(root, *names.values())  # every output refused before any is written
+    files = [write_in(root, names[name], data) for name, data in contents.items()]
+    _log.info("compared %d conditions on %s into %s", len(conditions), ", ".join(metrics), shown(files[0].parent))
+    return Comparison(bands, finals, tests, files, table)
 
 
-def _draw(bands: Mapping[str, list[Band]], path: Path) -> Path:
+def _draw(bands: Mapping[str, list[Band]]) -> bytes:
+    """``compare.png``: one panel per metric, a band per condition."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -195,13 +225,15 @@ def _draw(bands: Mapping[str, list[Band]], path: Path) -> Path:
     axes[-1, 0].set_xlabel("step")
     axes[0, 0].set_title("mean over seeds, 95% t band")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=110)
     plt.close(figure)
-    return path
+    return image.getvalue()
 
 
-def _write_json(bands: Mapping[str, list[Band]], finals: Mapping[str, list[FinalValues]],
-                tests: Mapping[str, list[tuple[str, str, float | None]]], path: Path) -> Path:
+def _json_text(bands: Mapping[str, list[Band]], finals: Mapping[str, list[FinalValues]],
+               tests: Mapping[str, list[tuple[str, str, float | None]]]) -> str:
+    """``compare.json``: every number drawn."""
     data = {
         metric: {
             "bands": [asdict(b) for b in bands[metric]],
@@ -210,20 +242,20 @@ def _write_json(bands: Mapping[str, list[Band]], finals: Mapping[str, list[Final
         }
         for metric in bands
     }
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
+    return json.dumps(data, indent=2) + "\n"
 
 
-def _write_markdown(conditions: Mapping[str, list[Path]], finals: Mapping[str, list[FinalValues]],
-                    tests: Mapping[str, list[tuple[str, str, float | None]]], path: Path) -> Path:
+def _markdown(finals: Mapping[str, list[FinalValues]],
+              tests: Mapping[str, list[tuple[str, str, float | None]]]) -> str:
+    """``compare.md``: the table of final values and the rank tests (condition names escaped)."""
     lines = ["# Final values per condition", "",
              "Mean over seeds of each run's last logged value, 95% Student t CI (over seeds).", ""]
     for metric, rows in finals.items():
         lines += [f"## {metric}", "", "| condition | runs | mean | 95% CI |", "| --- | ---: | ---: | --- |"]
         for f in rows:
             ci = "n/a (one run)" if f.interval.n < 2 else f"{f.interval.low:.4g} to {f.interval.high:.4g}"
-            lines.append(f"| {f.condition} | {f.interval.n} | {f.interval.mean:.4g} | {ci} |")
-        few = [f"{f.condition} (n = {f.interval.n})" for f in rows if f.interval.n < FEW_SEEDS]
+            lines.append(f"| {shown(f.condition)} | {f.interval.n} | {f.interval.mean:.4g} | {ci} |")
+        few = [f"{shown(f.condition)} (n = {f.interval.n})" for f in rows if f.interval.n < FEW_SEEDS]
         if few:
             lines += ["", f"Caveat: fewer than {FEW_SEEDS} seeds in {', '.join(few)}. The t interval assumes "
                       "roughly normal seed means and is wide; read such comparisons as rough."]
@@ -233,9 +265,8 @@ def _write_markdown(conditions: Mapping[str, list[Path]], finals: Mapping[str, l
                       "n1 and n2 seeds is 2/C(n1 + n2, n1)):", ""]
             for a, b, p in tests[metric]:
                 floor = smallest_rank_p(sizes[a], sizes[b])
-                shown = "n/a" if p is None else f"{p:.3g}"
-                lines.append(f"- {a} vs {b}: p = {shown} (n = {sizes[a]} vs {sizes[b]}; "
+                p_text = "n/a" if p is None else f"{p:.3g}"
+                lines.append(f"- {shown(a)} vs {shown(b)}: p = {p_text} (n = {sizes[a]} vs {sizes[b]}; "
                              f"smallest possible p {floor:.3g})")
         lines.append("")
-    path.write_text("\n".join(lines))
-    return path
+    return "\n".join(lines)

@@ -39,8 +39,7 @@ from redqueen.experiments._plot_base import (  # noqa: E402
     _series,
     load_run_data,
 )
-from redqueen.experiments._safe_paths import check_links  # noqa: E402
-from redqueen.experiments.rundir import write_atomic  # noqa: E402
+from redqueen.experiments._safe_paths import check_links, write_in  # noqa: E402
 
 __all__ = ["PLOTS", "PlotReport", "RunData", "SkipPlot", "load_run_data", "make_plots"]
 
@@ -58,12 +57,18 @@ def make_plots(
 
     Returns:
         The files written and a note per plot skipped for lack of data.
+
+    Raises:
+        UnsafePathError: If ``plots/`` (or a file in it, or in ``out_dir``) is a symbolic
+            link: every file is written from the folder's handle, never through a link.
     """
     data = load_run_data(path)
     if out_dir is None:
-        check_links(data.path, "plots")  # never draw through a link planted in the run directory
-    target = Path(out_dir) if out_dir is not None else data.path / "plots"
-    target.mkdir(parents=True, exist_ok=True)
+        root, folder = data.path, "plots"
+        check_links(root, folder)  # refused before any figure is drawn
+    else:
+        root, folder = Path(out_dir), ""
+        root.mkdir(parents=True, exist_ok=True)
     written, notes = [], []
     for name in PLOTS:
         try:
@@ -72,13 +77,11 @@ def make_plots(
             notes.append(f"{name}: skipped ({reason})")
             _log.debug("plot %s skipped: %s", name, reason)
             continue
-        file = target / f"{name}.png"
         figure.tight_layout()
         image = io.BytesIO()
         figure.savefig(image, format="png", dpi=110, bbox_inches="tight")
         plt.close(figure)
-        write_atomic(file, image.getvalue())
-        written.append(file)
+        written.append(write_in(root, f"{folder}/{name}.png" if folder else f"{name}.png", image.getvalue()))
     return PlotReport(written, notes)
 
 

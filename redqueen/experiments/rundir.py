@@ -45,6 +45,7 @@ from redqueen.experiments._safe_paths import (
     check_tree,
     open_in,
     read_in,
+    write_in,
 )
 from redqueen.experiments._yaml import safe_load
 from redqueen.experiments.runlock import (
@@ -103,17 +104,10 @@ def _jsonable(value: Any) -> Any:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to a temporary sibling, fsync it and rename it over ``path``.
 
-    The temporary file is opened without following a symbolic link, and the rename replaces
-    a link at ``path`` rather than writing through it.
+    The temporary file is opened without following a symbolic link, and a link at ``path``
+    is refused rather than written through (:func:`~redqueen.experiments._safe_paths.write_in`).
     """
-    tmp_name = f".{path.name}.tmp"
-    fd = open_in(path.parent, tmp_name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(path.parent / tmp_name, path)
-    fsync_directory(path.parent)
+    write_in(path.parent, path.name, data)
 
 
 def replace_directory(staging: Path, target: Path) -> None:
@@ -172,7 +166,13 @@ class RunDirectory:
         Inside the block, ``lineage.csv``, ``population/`` and the latest checkpoint belong to
         the same step, and :meth:`read_log` stops at that checkpoint's offsets while a run is
         going, so a reader sees one consistent step even while the run writes its next ones.
+
+        Raises:
+            RunDirectoryError: If the folder holds no ``config.yaml``: a reader leaves no lock
+                file in a folder that is not a run.
         """
+        if not self.config_path.is_file():
+            raise RunDirectoryError(f"{self.config_path} is missing: not a run directory")
         with file_lock(self.path / SNAPSHOT_LOCK_FILE, fcntl.LOCK_SH):
             yield
 
@@ -443,10 +443,19 @@ class RunDirectory:
         return written
 
     def population_ids(self) -> list[str]:
-        """Ids of the members whose adapters are in ``population/``."""
+        """Ids of the members whose adapters are in ``population/``.
+
+        Raises:
+            UnsafePathError: If a folder there is not named as a member id is
+                (:func:`~redqueen.experiments._safe_paths.check_member_id`).
+        """
         if not self.population_dir.is_dir():
             return []
-        return sorted(p.name for p in self.population_dir.iterdir() if p.is_dir())
+        return sorted(
+            check_member_id(p.name, str(self.population_dir))
+            for p in self.population_dir.iterdir()
+            if p.is_dir()
+        )
 
 
 def export_adapter(

@@ -413,7 +413,13 @@ def start_run(
     )
 
 
-def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int | None = None) -> Runner:
+def resume_run(
+    path: str | os.PathLike[str],
+    *,
+    plots: bool = True,
+    steps: int | None = None,
+    trust_remote: bool = False,
+) -> Runner:
     """Rebuild a run's environment from ``config.yaml`` and restore its latest checkpoint.
 
     The run directory's lock is taken first, so nothing is touched while another process runs
@@ -427,23 +433,27 @@ def resume_run(path: str | os.PathLike[str], *, plots: bool = True, steps: int |
         plots: Write plots when the run ends.
         steps: New total number of steps (``None``: the configured total). It is written into
             ``config.yaml``, so a later plain resume continues to the same total.
+        trust_remote: Use the settings of ``config.yaml`` that reach other machines (a Ray
+            cluster, W&B); without it they are refused (:mod:`._run_config`).
 
     Raises:
         RunDirectoryError: If ``path`` is not a run directory, or another process holds it.
         CheckpointError: If the latest checkpoint is damaged or not data-only.
-        ConfigError: If ``config.yaml`` no longer validates.
+        ConfigError: If ``config.yaml`` no longer validates, has a ``base:`` key, or sets
+            unconfirmed settings that reach other machines.
         RunError: If the checkpoint does not fit the configuration, or ``steps`` is below the
             checkpoint's step.
     """
+    from redqueen.experiments._run_config import load_run_config
     from redqueen.experiments.build import build_environment
-    from redqueen.experiments.config import ConfigError, ExperimentConfig, load_config
+    from redqueen.experiments.config import ConfigError, ExperimentConfig
 
     run_dir = RunDirectory(path)
     run_dir.require()
     lock = RunLock(run_dir.path)
     env: Environment | None = None
     try:
-        config = load_config(str(run_dir.config_path))
+        config = load_run_config(run_dir, trust_remote=trust_remote)
         remove_partial_checkpoints(run_dir.checkpoints_dir)
         ckpt = latest_checkpoint(run_dir.checkpoints_dir)
         start = ckpt.step if ckpt is not None else 0

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import typer
 
+from redqueen.experiments._display import error_line, shown, shown_lines
+
 
 def _fail(message: str | Exception) -> typer.Exit:
-    print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     return typer.Exit(2)
 
 
@@ -54,8 +56,8 @@ def sweep_command(
     except (ValueError, KeyError, OSError) as error:
         raise _fail(str(error.args[0]) if isinstance(error, KeyError) and error.args else error) from None
     for name, runs in groups.items():
-        typer.echo(f"{name}: {len(runs)} runs in {runs[0].parent}")
-    typer.echo(f"sweep complete: {target} (compare with: redqueen compare {target})")
+        typer.echo(f"{shown(name)}: {len(runs)} runs in {shown(runs[0].parent)}")
+    typer.echo(f"sweep complete: {shown(target)} (compare with: redqueen compare {shown(target)})")
 
 
 def compare_command(
@@ -73,6 +75,6 @@ def compare_command(
         result = compare(dirs, metrics=list(metric or DEFAULT_METRICS), out=out)
     except (ValueError, OSError, RunDirectoryError) as error:
         raise _fail(error) from None
-    typer.echo(result.files[-1].read_text())
+    typer.echo(shown_lines(result.table))
     for path in result.files:
-        typer.echo(f"wrote {path}")
+        typer.echo(f"wrote {shown(path)}")

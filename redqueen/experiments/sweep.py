@@ -7,6 +7,12 @@ Running the same sweep again continues it: finished trials are kept, interrupted
 from their latest checkpoint, missing ones start. Ray runs on the local machine unless an
 address is given (``--address ray://head:10001`` or ``auto``); trials need one CPU each.
 
+A sweep directory is data like a run directory: ``sweep.json`` may name only folders inside
+it, no condition or trial folder may be a symbolic link (checked before any trial starts), and
+``sweep.json`` is written from the directory's handle, never through a link. A trial that is
+continued uses the settings of its ``config.yaml`` that reach other machines (a Ray cluster,
+W&B) only when they are those of the sweep's own configuration.
+
 Example::
 
     redqueen sweep surrogate --seeds 3 --grid evolution.selection=tournament,nsga2 \\
@@ -25,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from redqueen.experiments._safe_paths import UnsafePathError, check_links, read_in, write_in
 
 _log = logging.getLogger(__name__)
 
@@ -142,15 +150,19 @@ def run_trial(
     this process (a Ray trial runs in a worker of its own), and recorded in the trial's
     ``plugins.json``; the installed ``redqueen.plugins`` entry points are loaded too.
     """
+    from redqueen.experiments._run_config import load_run_config, remote_settings
     from redqueen.experiments.config import load_config
     from redqueen.experiments.plugins import import_plugin, load_plugins
+    from redqueen.experiments.rundir import RunDirectory
     from redqueen.experiments.runner import resume_run, start_run
 
     load_plugins()
     recorded = [import_plugin(spec) for spec in plugins]
     path = Path(path)
     if (path / "config.yaml").is_file():
-        runner = resume_run(path, plots=plots)
+        recorded_remote = remote_settings(load_run_config(RunDirectory(path), trust_remote=True))
+        own_remote = remote_settings(load_config(source, list(overrides)))
+        runner = resume_run(path, plots=plots, trust_remote=recorded_remote == own_remote)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         runner = start_run(load_config(source, list(overrides)), path, plots=plots, plugins=recorded)
@@ -186,26 +198,41 @@ def write_manifest(out: Path, source: str, grid: Mapping[str, Sequence[str]], se
         "trials": [{"condition": t.condition, "seed": t.seed, "overrides": list(t.overrides),
                     "path": str(t.path.relative_to(out))} for t in trials],
     }
-    path = out / MANIFEST
-    path.write_text(json.dumps(data, indent=2) + "\n")
-    return path
+    return write_in(out, MANIFEST, (json.dumps(data, indent=2) + "\n").encode())
 
 
 def read_manifest(out: str | os.PathLike[str]) -> dict[str, list[Path]]:
     """Condition -> run directories of a sweep directory, in seed order.
 
+    ``sweep.json`` is read without following a link, and each trial's path must be a plain
+    relative path inside the sweep directory, reached through no symbolic link.
+
     Raises:
-        ValueError: If ``sweep.json`` is missing or malformed (the file is named).
+        ValueError: If ``sweep.json`` is missing or malformed, or names a folder outside the
+            sweep directory (the file is named).
+        UnsafePathError: If a trial's folder is reached through a symbolic link.
     """
     path = Path(out) / MANIFEST
     try:
-        data = json.loads(path.read_text())
-        groups: dict[str, list[Path]] = {}
-        for trial in data["trials"]:
-            groups.setdefault(str(trial["condition"]), []).append(Path(out) / trial["path"])
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+        data = json.loads(read_in(out, MANIFEST).decode("utf-8"))
+        trials = [(str(trial["condition"]), trial["path"]) for trial in data["trials"]]
+    except UnsafePathError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not a sweep manifest ({type(error).__name__}: {error})") from None
+    groups: dict[str, list[Path]] = {}
+    for condition, rel in trials:
+        if not isinstance(rel, str) or not _inside(rel):
+            raise ValueError(f"{path}: trial path {rel!r} is not a folder inside the sweep directory")
+        groups.setdefault(condition, []).append(Path(out) / rel)
+    check_links(out, *(p.relative_to(out) for runs in groups.values() for p in runs))
     return groups
+
+
+def _inside(rel: str) -> bool:
+    """Whether ``rel`` is a relative path that stays inside the folder it is relative to."""
+    parts = Path(rel).parts
+    return bool(parts) and not Path(rel).is_absolute() and all(p not in ("..", ".", "") for p in parts)
 
 
 def run_sweep(
@@ -241,9 +268,6 @@ def run_sweep(
         ValueError / ConfigError: One line naming the field, before any trial starts.
         RuntimeError: If a trial fails (the trial's run directory is named).
     """
-    import ray
-    from ray import tune
-
     out = Path(out).resolve()
     if Path(source).suffix in (".yaml", ".yml"):
         if not Path(source).is_file():
@@ -255,8 +279,13 @@ def run_sweep(
     plugins = [import_plugin(spec) for spec in plugins]
     grid = dict(grid or {})
     trials = plan_trials(source, grid, seeds, out, overrides)
+    if out.is_dir():  # a sweep being continued: no trial may be reached through a link
+        check_links(out, MANIFEST, *(t.path.relative_to(out) for t in trials))
     out.mkdir(parents=True, exist_ok=True)
     write_manifest(out, source, grid, seeds, overrides, trials, plugins)
+    import ray
+    from ray import tune
+
     _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
     started_here = not ray.is_initialized()
     if started_here:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from redqueen.experiments._safe_paths import check_tree
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 #: The shipped base model's name in configurations.
@@ -60,12 +61,16 @@ def population_contestants(run_dir: str | Path) -> list[Contestant]:
 def baseline_contestants(path: str | Path) -> list[Contestant]:
     """Baselines from an exported adapter folder or from a run directory (each living member).
 
-    A self-play run directory gives one contestant per member, labelled ``<run>/<id>``.
+    A self-play run directory gives one contestant per member, labelled ``<run>/<id>``. Either
+    folder is walked first, as run directories are: a symbolic link or special file anywhere
+    inside is refused.
 
     Raises:
         RunDirectoryError: If ``path`` is neither an adapter folder nor a run directory.
+        UnsafePathError: Naming a link or special file inside it.
     """
     path = Path(path)
+    check_tree(path)
     if (path / "adapter_config.json").is_file():
         return [Contestant(path.name, "baseline", "baseline", path)]
     if not path.is_dir():

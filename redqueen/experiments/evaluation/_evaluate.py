@@ -94,6 +94,7 @@ def evaluate_run(
     """
 
     suite = make_suite(suite)
+    RunDirectory(run_dir).require()  # before the lock file is made: a folder that is no run stays as it was
     # Members, roles and adapters of one step, even while the run goes on writing its next ones.
     with RunDirectory(run_dir).snapshot():
         contestants = population_contestants(run_dir)

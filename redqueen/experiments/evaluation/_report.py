@@ -9,6 +9,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from redqueen.experiments._safe_paths import check_links, write_in
 from redqueen.experiments.stats import Interval, bootstrap_ci, t_ci
 
 #: Where a scored model came from.
@@ -258,12 +259,17 @@ class EvalReport:
         return "\n".join(lines) + "\n"
 
     def write(self, directory: str | Path) -> tuple[Path, Path]:
-        """Write ``eval_<suite>.json`` and ``eval_<suite>.md`` into ``directory``; return both paths."""
-        directory = Path(directory)
-        json_path = directory / f"eval_{self.suite}.json"
-        md_path = directory / f"eval_{self.suite}.md"
-        json_path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        md_path.write_text(self.to_markdown())
+        """Write ``eval_<suite>.json`` and ``eval_<suite>.md`` into ``directory``; return both paths.
+
+        Both are written from the folder's handle, never through a symbolic link.
+
+        Raises:
+            UnsafePathError: If either file is a link (checked before either is written).
+        """
+        names = (f"eval_{self.suite}.json", f"eval_{self.suite}.md")
+        check_links(directory, *names)
+        json_path = write_in(directory, names[0], (json.dumps(self.to_dict(), indent=2) + "\n").encode())
+        md_path = write_in(directory, names[1], self.to_markdown().encode())
         return json_path, md_path
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from redqueen.experiments._safe_paths import check_tree
 from redqueen.experiments.evaluation._contestants import Contestant
 from redqueen.experiments.evaluation._evaluate import _read_genomes, evaluate_contestants
 from redqueen.experiments.evaluation._report import EvalReport
@@ -18,11 +19,13 @@ def adapter_contestants(adapters: Sequence[str | Path]) -> list[Contestant]:
 
     Raises:
         RunDirectoryError: If a folder has no ``adapter_config.json``.
+        UnsafePathError: If a folder holds a symbolic link or special file.
     """
     contestants: list[Contestant] = []
     seen: set[str] = {"base"}
     for adapter in adapters:
         path = Path(adapter)
+        check_tree(path)
         if not (path / "adapter_config.json").is_file():
             raise RunDirectoryError(f"adapter {path}: not a PEFT adapter folder (no adapter_config.json)")
         label, copy = path.name or str(path), 1

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from redqueen._registry import UnknownNameError
+from redqueen.experiments._display import error_line, shown, shown_lines
 from redqueen.experiments.evaluation._compare import comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
@@ -22,7 +23,7 @@ from redqueen.experiments.rundir import RunDirectoryError
 
 
 def _fail(message: str) -> typer.Exit:
-    print(f"error: {message}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     return typer.Exit(2)
 
 
@@ -116,8 +117,8 @@ def eval_command(
             )
         except (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError) as error:
             raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
-        print(report.to_markdown())
-        print(f"wrote {out / f'eval_{report.suite}.json'} and {out / f'eval_{report.suite}.md'}")
+        print(shown_lines(report.to_markdown()))
+        print(f"wrote {shown(out / f'eval_{report.suite}.json')} and {shown(out / f'eval_{report.suite}.md')}")
         return
     for run_dir in run_dirs:
         try:
@@ -135,11 +136,11 @@ def eval_command(
             # Bad input (unreadable run, adapter or model files, missing optional package): one line.
             raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
         reports.append(report)
-        print(report.to_markdown())
+        print(shown_lines(report.to_markdown()))
         if report.baselines:
-            print(comparison_table([split_baselines(report)]))
+            print(shown_lines(comparison_table([split_baselines(report)])))
         name = report.suite
-        print(f"wrote {run_dir / f'eval_{name}.json'} and {run_dir / f'eval_{name}.md'}")
+        print(f"wrote {shown(run_dir / f'eval_{name}.json')} and {shown(run_dir / f'eval_{name}.md')}")
     if len(reports) > 1:
         interval = across_runs(reports)
         if interval is not None:
