@@ -11,10 +11,19 @@ a forked child (:func:`_check_import_survives`): cheap, since the child shares t
 already imported modules, and the child reports back through a pipe that its import returned.
 If it did not, the plug-in is refused before the real import. A plug-in's import therefore
 runs twice and must be repeatable (it already must be: ``resume`` imports it again).
+
+The check is a safeguard against plug-ins that crash, not a boundary against hostile ones: the
+child is another process (its pid differs, its output goes nowhere), so a plug-in can tell the
+check from the real import and end the process only in the second. As a second layer, during
+the real import ``os._exit`` raises instead of ending the process (:func:`_exit_raises`), so
+that call is reported as one line too. A plug-in that signals itself (SIGKILL cannot be
+caught), or calls ``_exit`` through ``ctypes`` or a reference taken earlier, still ends the
+process; confirm only plug-ins you would run yourself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.machinery
 import importlib.metadata
@@ -23,7 +32,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 #: Modules whose import fills the registries that ``redqueen list`` shows.
@@ -55,9 +64,12 @@ def load_plugins() -> None:
         if entry.module not in sys.modules:
             _check_import_survives(label, entry.load)
         try:
-            entry.load()
+            with _exit_raises():
+                entry.load()
         except KeyboardInterrupt:
             raise
+        except _ExitCalled as called:
+            raise ValueError(f"plugin {label}: called os._exit({called.code!r}) while being imported") from None
         except BaseException as error:  # an installed plug-in may raise anything, sys.exit too
             raise ValueError(
                 f"plugin {entry.name} ({entry.value}, entry point {ENTRY_POINT_GROUP}): cannot import "
@@ -86,14 +98,18 @@ def import_plugin(spec: str) -> str:
                 if module_spec is None or module_spec.loader is None:
                     raise ValueError(f"plugin {spec}: cannot be imported as a module")
                 _check_import_survives(spec, lambda: _exec_file(name, module_spec))
-                _exec_file(name, module_spec)
+                with _exit_raises():
+                    _exec_file(name, module_spec)
             return str(path)
         if spec not in sys.modules:
             _check_import_survives(spec, lambda: importlib.import_module(spec))
-        importlib.import_module(spec)
+        with _exit_raises():
+            importlib.import_module(spec)
         return spec
     except ValueError:
         raise
+    except _ExitCalled as called:
+        raise ValueError(f"plugin {spec}: called os._exit({called.code!r}) while being imported") from None
     except SystemExit as error:  # sys.exit() in a plug-in must not end redqueen as if it succeeded
         raise ValueError(f"plugin {spec}: called sys.exit({error.code!r}) while being imported") from None
     except KeyboardInterrupt:
@@ -111,6 +127,38 @@ def _exec_file(name: str, module_spec: importlib.machinery.ModuleSpec) -> None:
     except BaseException:
         del sys.modules[name]
         raise
+
+
+class _ExitCalled(BaseException):
+    """``os._exit`` was called during a plug-in's real import (a ``BaseException``, so that the
+    plug-in's own ``except Exception`` does not swallow it)."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def _exit_raises() -> Iterator[None]:
+    """While the block runs, ``os._exit`` in this process raises :class:`_ExitCalled` instead of
+    ending it. A process the plug-in forks meanwhile still ends as it asks."""
+    real = os._exit
+    importer = os.getpid()
+
+    def guarded(code: int) -> None:
+        if os.getpid() != importer:
+            real(code)
+        raise _ExitCalled(code)
+
+    modules = [m for m in (os, sys.modules.get("posix"), sys.modules.get("nt")) if m is not None]
+    patched = [m for m in modules if getattr(m, "_exit", None) is real]
+    for module in patched:
+        module._exit = guarded  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        for module in patched:
+            module._exit = real  # type: ignore[attr-defined]
 
 
 def _check_import_survives(label: str, load: Callable[[], object]) -> None:

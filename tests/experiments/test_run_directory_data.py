@@ -557,3 +557,35 @@ def test_an_eval_baseline_with_a_link_inside_is_refused(copy, finished, tmp_path
     result = cli.invoke(app, ["eval", str(copy), "--baseline", str(baseline), "--limit", "1"])
     assert result.exit_code == 2, result.output
     assert "symbolic link" in _error_line(result)
+
+
+# ------------------------------------------------------------------ 11. a plug-in that tells the check apart
+@pytest.mark.slow
+def test_a_plugin_that_exits_only_in_the_real_import_is_reported(tmp_path):
+    plugin = tmp_path / "two_faced.py"
+    plugin.write_text(
+        "import os\n"
+        "if not os.path.samestat(os.fstat(2), os.stat(os.devnull)):  # not the forked check\n"
+        "    os._exit(0)\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from redqueen.experiments.cli import main; main()",
+            "run",
+            "surrogate",
+            "--out",
+            str(tmp_path / "run"),
+            "--plugin",
+            str(plugin),
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    line = _error_line(result)
+    assert "two_faced.py" in line and "os._exit" in line
+    assert not (tmp_path / "run").exists()
