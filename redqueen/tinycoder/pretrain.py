@@ -318,7 +318,7 @@ class _Data:
         """(sequences, mask), each (n, seq_len): epoch ``epoch``'s documents, packed."""
         path = self.work / f"epoch{epoch}.pt"
         if path.is_file():
-            ids, mask = torch.load(path)
+            ids, mask = torch.load(path, weights_only=True)
         else:
             ids, mask = pack_pairs(
                 self.render(self.splits.train, self.args.seed + epoch), self.tokenizer
@@ -331,6 +331,34 @@ class _Data:
             self.render(getattr(self.splits, name), self.args.seed + 100), self.tokenizer
         )
         return sequences(ids, self.args.seq_len), sequences(mask, self.args.seq_len)
+
+
+#: What a training checkpoint (``state.pt``) holds.
+_STATE_KEYS = ("model", "optimizer", "total", "size", "rng", "step", "seconds", "losses")
+
+
+def _load_state(path: Path) -> dict:
+    """A training checkpoint, read with torch's restricted unpickler (``weights_only=True``):
+    it builds tensors and plain containers only and refuses any other global before calling
+    it, so a crafted ``state.pt`` cannot run code. A refused or damaged file ends the command
+    with one line and status 2, naming it.
+    """
+    import pickle
+
+    problem = None
+    try:
+        saved = torch.load(path, weights_only=True)
+    except pickle.UnpicklingError:
+        problem = "holds more than tensors and plain data; refused, since loading it could run code"
+    except Exception as error:  # torch raises many types for a damaged file
+        problem = f"cannot be loaded ({type(error).__name__})"
+    else:
+        if not isinstance(saved, dict) or any(key not in saved for key in _STATE_KEYS):
+            problem = "is not a training checkpoint of this script"
+    if problem is not None:
+        print(f"error: {path} {problem}; remove it to start afresh", file=sys.stderr)
+        raise SystemExit(2)
+    return saved
 
 
 def _atomic_save(obj, path: Path) -> None:
@@ -550,7 +578,7 @@ def _train(
     path = work / "state.pt"
     stop_file = work / "STOP"
     if path.is_file():
-        saved = torch.load(path, weights_only=False)
+        saved = _load_state(path)
         if saved["total"] != total or saved["size"] != args.size:
             print(
                 f"error: {path} is from a run with {saved['total']} steps of size "
