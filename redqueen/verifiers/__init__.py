@@ -14,7 +14,8 @@ Tasks:
 Validity:
     :func:`validate_program` (and the batched :func:`validate_programs`) -> :class:`Validation`
     with a :class:`RejectReason`;
-    :func:`check_source` (static checks only); :data:`BANNED_MODULES`, :data:`BANNED_CALLS`;
+    :func:`check_source` (static checks only, an allow-list: :data:`ALLOWED_MODULES`,
+    :data:`ALLOWED_BUILTINS`, :data:`ALLOWED_ATTRIBUTES`);
     the default size limits :data:`MAX_SOURCE_CHARS`, :data:`MAX_INPUT_CHARS`,
     :data:`MAX_OUTPUT_CHARS`.
 
@@ -27,6 +28,7 @@ Prompt formats live in :mod:`redqueen.verifiers.formats`.
 
 from __future__ import annotations
 
+from ._allowlist import ALLOWED_ATTRIBUTES, ALLOWED_BUILTINS, ALLOWED_MODULES
 from ._complexity import COMPLEXITY_KEYS, complexity
 from ._executor import CandidateTest, ExecResult, Executor, ExecutorClosedError
 from ._literals import (
@@ -38,8 +40,6 @@ from ._literals import (
     values_equal,
 )
 from ._static import (
-    BANNED_CALLS,
-    BANNED_MODULES,
     MAX_INPUT_CHARS,
     MAX_OUTPUT_CHARS,
     MAX_SOURCE_CHARS,
@@ -59,8 +59,9 @@ from ._tasks import (
 from ._validate import ProgramRunner, Sandbox, validate_program, validate_programs
 
 __all__ = [
-    "BANNED_CALLS",
-    "BANNED_MODULES",
+    "ALLOWED_ATTRIBUTES",
+    "ALLOWED_BUILTINS",
+    "ALLOWED_MODULES",
     "COMPLEXITY_KEYS",
     "MAX_INPUT_CHARS",
     "MAX_OUTPUT_CHARS",

@@ -57,13 +57,16 @@ def test_reach_throughs_are_flagged(name):
         RejectReason.BANNED_IMPORT,
         RejectReason.BANNED_CALL,
         RejectReason.DUNDER_ACCESS,
+        RejectReason.NOT_LISTED,
     )
 
 
 @pytest.mark.parametrize(
     "source",
     [
-        "def f(x):\n    return x.time + x.random + len(x.code) + x.real",
+        # Attributes named like modules, on a class of the program's own.
+        "class Clock:\n    def __init__(self):\n        self.time, self.random, self.code = 1, 2, 'c'\n"
+        "def f(x):\n    c = Clock()\n    return c.time + c.random + len(c.code) + x.real",
         "from operator import attrgetter, itemgetter\ndef f(xs):\n"
         "    return sorted(xs, key=itemgetter(0)), attrgetter('real')(3)",
         "def f(x):\n    return '{0} {1:>{2}} {a[0]}'.format(x, 'y', 4, a=[1])",

@@ -1,0 +1,309 @@
+"""What a task program may use: the names, modules, attributes and syntax that
+:func:`~redqueen.verifiers.check_source` lets through. Everything else is refused.
+
+A deny-list names what is dangerous and misses what nobody thought of (a class pattern's
+keywords, a module held by another module, a string evaluated by ``typing``); a list of what
+ordinary task programs need has no such gaps to find. The lists are the generator's dialect
+and what people write in small functions: common builtins, methods of the built-in value types,
+a few pure standard-library modules, and the syntax of functions, classes, loops and
+comprehensions. See ``docs/verifier.md`` for why each exclusion is there.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import collections
+import decimal
+import fractions
+import functools
+import re
+import types
+
+__all__ = [
+    "ALLOWED_ATTRIBUTES",
+    "ALLOWED_BUILTINS",
+    "ALLOWED_MODULES",
+    "ALLOWED_NODES",
+    "DEFINABLE_DUNDERS",
+    "FUTURE_FEATURES",
+    "GETTER_NAMES",
+    "REFUSED_BUILTINS",
+    "RESERVED_ATTRIBUTES",
+    "SELF_MATCHING",
+]
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_EXCEPTIONS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+)
+
+#: Built-in names a program may read. Not listed, among others: ``id`` and ``hash`` (addresses:
+#: a different value on every run and machine), ``eval``, ``exec``, ``compile``, ``open``,
+#: ``input``, ``globals``, ``locals``, ``vars``, ``dir``, ``__import__``, ``memoryview``.
+#: ``type`` is read only as ``type(x)`` in a comparison or ``type(x).__name__``: the type of a
+#: class is a metaclass, which builds classes from a dict of any names.
+ALLOWED_BUILTINS = (
+    _names(
+        "abs all any ascii bin bool bytearray bytes callable chr classmethod complex delattr dict "
+        "divmod enumerate filter float format frozenset getattr hasattr hex int isinstance "
+        "issubclass iter len list map max min next object oct ord pow print property range repr "
+        "reversed round set setattr slice sorted staticmethod str sum super tuple type zip "
+        "Ellipsis NotImplemented"
+    )
+    | _EXCEPTIONS
+)
+#: Built-in names that are not listed. A program may still use one as the name of a function's
+#: own parameter or local variable (``for id, name in rows``), where Python never falls back to
+#: the builtin; anywhere else the name would reach the builtin and is refused.
+REFUSED_BUILTINS = frozenset(dir(builtins)) - ALLOWED_BUILTINS - {"__name__"}
+
+#: Importable modules and the names each offers. A listed name is never a module and never
+#: evaluates a string: ``typing.get_type_hints`` and ``functools.singledispatch`` (which reads
+#: annotations with it) run code hidden in string annotations, ``dataclasses.make_dataclass``
+#: and ``functools.update_wrapper``/``wraps`` copy attributes named at run time,
+#: ``string.Formatter`` reads format fields built at run time. ``enum`` is out: calling an
+#: ``Enum`` class with names builds a class from a dict at run time, dunder keys included
+#: (``__annotations__`` that ``dataclass`` then writes into the source it executes).
+ALLOWED_MODULES: dict[str, frozenset[str]] = {
+    "math": _names(
+        "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist e "
+        "erf erfc exp exp2 expm1 fabs factorial floor fmod frexp fsum gamma gcd hypot inf isclose "
+        "isfinite isinf isnan isqrt lcm ldexp lgamma log log10 log1p log2 modf nan nextafter perm "
+        "pi pow prod radians remainder sin sinh sqrt sumprod tan tanh tau trunc ulp"
+    ),
+    "cmath": _names(
+        "acos acosh asin asinh atan atanh cos cosh e exp inf infj isclose isfinite isinf isnan "
+        "log log10 nan nanj phase pi polar rect sin sinh sqrt tan tanh tau"
+    ),
+    "itertools": _names(
+        "accumulate batched chain combinations combinations_with_replacement compress count "
+        "cycle dropwhile filterfalse groupby islice pairwise permutations product repeat "
+        "starmap takewhile tee zip_longest"
+    ),
+    "functools": _names("cache cached_property cmp_to_key lru_cache partial reduce total_ordering"),
+    "operator": _names(
+        "abs add and_ attrgetter call concat contains countOf delitem eq floordiv ge getitem gt "
+        "iadd iand iconcat ifloordiv ilshift imatmul imod imul index indexOf inv invert ior ipow "
+        "irshift is_ is_not isub itemgetter itruediv ixor le length_hint lshift lt matmul "
+        "methodcaller mod mul ne neg not_ or_ pos pow rshift setitem sub truediv truth xor"
+    ),
+    "heapq": _names("heapify heappop heappush heappushpop heapreplace merge nlargest nsmallest"),
+    "bisect": _names("bisect bisect_left bisect_right insort insort_left insort_right"),
+    "collections": _names("ChainMap Counter OrderedDict defaultdict deque namedtuple"),
+    "re": _names(
+        "A ASCII DOTALL I IGNORECASE M MULTILINE Match NOFLAG Pattern S U UNICODE VERBOSE X "
+        "compile error escape findall finditer fullmatch match search split sub subn"
+    ),
+    "string": _names(
+        "ascii_letters ascii_lowercase ascii_uppercase capwords digits hexdigits octdigits "
+        "printable punctuation whitespace"
+    ),
+    "fractions": _names("Fraction"),
+    "decimal": _names(
+        "Decimal DivisionByZero InvalidOperation ROUND_05UP ROUND_CEILING ROUND_DOWN ROUND_FLOOR "
+        "ROUND_HALF_DOWN ROUND_HALF_EVEN ROUND_HALF_UP ROUND_UP"
+    ),
+    "copy": _names("copy deepcopy"),
+    "dataclasses": _names(
+        "FrozenInstanceError asdict astuple dataclass field fields is_dataclass replace"
+    ),
+    "typing": _names(
+        "Any Callable Counter DefaultDict Deque Dict FrozenSet Generator Generic Hashable "
+        "Iterable Iterator List Literal Mapping NamedTuple Optional Sequence Set Tuple TypeVar "
+        "Union"
+    ),
+    "textwrap": _names("dedent fill indent shorten wrap"),
+    "unicodedata": _names(
+        "bidirectional category combining decimal decomposition digit east_asian_width "
+        "is_normalized lookup mirrored name normalize numeric unidata_version"
+    ),
+    "abc": _names("ABC abstractmethod"),
+    "numbers": _names("Complex Integral Number Rational Real"),
+}
+#: ``from __future__ import ...`` features a program may name (annotations stay unevaluated).
+FUTURE_FEATURES = frozenset({"annotations"})
+
+# Types whose public attributes a program may read on any value. Every value a listed name
+# gives is one of these (or of a class the program defines).
+_VALUE_TYPES = (
+    str,
+    bytes,
+    bytearray,
+    int,
+    float,
+    complex,
+    bool,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+    range,
+    slice,
+    type({}.keys()),
+    type({}.values()),
+    type({}.items()),
+    collections.Counter,
+    collections.defaultdict,
+    collections.deque,
+    collections.OrderedDict,
+    collections.ChainMap,
+    re.Pattern,
+    re.Match,
+    fractions.Fraction,
+    decimal.Decimal,
+    functools.partial,
+    property,
+    *(getattr(builtins, name) for name in sorted(_EXCEPTIONS)),
+)
+#: Methods that read attributes named inside a string (``'{0.__class__}'.format(x)``):
+#: ``str.format`` is allowed only where it is called on a constant whose fields the check reads
+#: (see :func:`~redqueen.verifiers.check_source`).
+_FORMATTING = frozenset({"format", "format_map"})
+#: Attribute names a program may read on any value: the public attributes of the value types
+#: above, those of a namedtuple, a ``lru_cache`` function and a generator's methods, less
+#: ``format`` and ``format_map``.
+ALLOWED_ATTRIBUTES = (
+    frozenset(name for kind in _VALUE_TYPES for name in dir(kind) if not name.startswith("_"))
+    | _names("_asdict _fields _field_defaults _make _replace cache_clear cache_info")
+    | _names("send throw close")
+) - _FORMATTING
+
+# The interpreter's own objects: frames, code, tracebacks, generators, coroutines, functions,
+# cells, modules and types. Reading their attributes is how a program walks out of its code.
+_INTERNAL_TYPES = (
+    types.FrameType,
+    types.CodeType,
+    types.TracebackType,
+    types.GeneratorType,
+    types.CoroutineType,
+    types.AsyncGeneratorType,
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.CellType,
+    types.ModuleType,
+    types.MappingProxyType,
+    types.SimpleNamespace,
+    type,
+    super,
+    classmethod,
+    staticmethod,
+)
+#: Attribute names no program may use, even on a class of its own: the interpreter's internals
+#: (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``, ``mro`` ...) not among the listed
+#: attributes, and the formatting methods. A program that defines ``self.f_back`` must not be
+#: able to read a frame's ``f_back`` under that cover.
+RESERVED_ATTRIBUTES = (
+    frozenset(name for kind in _INTERNAL_TYPES for name in dir(kind) if not name.startswith("_"))
+    - ALLOWED_ATTRIBUTES
+) | _FORMATTING
+
+#: Dunder methods a class body may define. The interpreter calls them with ordinary operands;
+#: ``__getattr__``, ``__match_args__``, ``__instancecheck__``, ``__init_subclass__``,
+#: ``__set_name__``, ``__class_getitem__``, ``__del__``, ``__format__`` and the like are out.
+DEFINABLE_DUNDERS = _names(
+    "__init__ __post_init__ __repr__ __str__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __hash__ "
+    "__len__ __iter__ __next__ __reversed__ __contains__ __getitem__ __setitem__ __delitem__ "
+    "__missing__ __bool__ __call__ __int__ __float__ __index__ __round__ __neg__ __pos__ __abs__ "
+    "__invert__ __add__ __sub__ __mul__ __matmul__ __truediv__ __floordiv__ __mod__ __divmod__ "
+    "__pow__ __lshift__ __rshift__ __and__ __or__ __xor__ __radd__ __rsub__ __rmul__ "
+    "__rtruediv__ __rfloordiv__ __rmod__ __rpow__ __iadd__ __isub__ __imul__"
+)
+
+#: Built-in types a class pattern may take one positional sub-pattern of (``case int(n)``):
+#: they match the subject itself. Any other class reads the attributes its ``__match_args__``
+#: names at run time, so there a pattern names them as keywords.
+SELF_MATCHING = _names("bool bytearray bytes dict float frozenset int list set str tuple")
+
+#: Callables that read an attribute named by a string: allowed only where called on the spot
+#: with constant names, never as values (renamed, passed, stored), where the name is out of sight.
+GETTER_NAMES = frozenset({"getattr", "hasattr", "setattr", "delattr", "attrgetter", "methodcaller"})
+
+#: Syntax a program may use. Not listed: ``with`` (no listed context manager), ``async`` and
+#: ``await``, ``except*``, and type-parameter syntax.
+ALLOWED_NODES: frozenset[type] = frozenset(
+    {
+        ast.Module,
+        # statements
+        ast.FunctionDef,
+        ast.ClassDef,
+        ast.Return,
+        ast.Delete,
+        ast.Assign,
+        ast.AugAssign,
+        ast.AnnAssign,
+        ast.For,
+        ast.While,
+        ast.If,
+        ast.Raise,
+        ast.Try,
+        ast.Assert,
+        ast.Import,
+        ast.ImportFrom,
+        ast.Global,
+        ast.Nonlocal,
+        ast.Expr,
+        ast.Pass,
+        ast.Break,
+        ast.Continue,
+        ast.Match,
+        # expressions
+        ast.BoolOp,
+        ast.NamedExpr,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.Lambda,
+        ast.IfExp,
+        ast.Dict,
+        ast.Set,
+        ast.ListComp,
+        ast.SetComp,
+        ast.DictComp,
+        ast.GeneratorExp,
+        ast.Yield,
+        ast.YieldFrom,
+        ast.Compare,
+        ast.Call,
+        ast.FormattedValue,
+        ast.JoinedStr,
+        ast.Constant,
+        ast.Attribute,
+        ast.Subscript,
+        ast.Starred,
+        ast.Name,
+        ast.List,
+        ast.Tuple,
+        ast.Slice,
+        # parts
+        ast.Load,
+        ast.Store,
+        ast.Del,
+        ast.comprehension,
+        ast.ExceptHandler,
+        ast.arguments,
+        ast.arg,
+        ast.keyword,
+        ast.alias,
+        ast.match_case,
+        ast.MatchValue,
+        ast.MatchSingleton,
+        ast.MatchSequence,
+        ast.MatchMapping,
+        ast.MatchClass,
+        ast.MatchStar,
+        ast.MatchAs,
+        ast.MatchOr,
+        *ast.boolop.__subclasses__(),
+        *ast.operator.__subclasses__(),
+        *ast.unaryop.__subclasses__(),
+        *ast.cmpop.__subclasses__(),
+    }
+)
