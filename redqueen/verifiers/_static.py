@@ -8,7 +8,7 @@ with a reason. It keeps proposed tasks pure and deterministic; the sandbox
 
 from __future__ import annotations
 
-import _string  # the parser str.format itself uses
+import _string  # type: ignore[import-not-found]  # the parser str.format itself uses
 import ast
 from dataclasses import dataclass, field
 from enum import Enum
@@ -217,7 +217,7 @@ class _AllowListChecker(ast.NodeVisitor):
         while scope.kind == "comprehension":  # := in a comprehension binds outside it
             assert scope.parent is not None
             scope = scope.parent
-        self._bind(node.target.id, scope)  # type: ignore[union-attr]
+        self._bind(node.target.id, scope)
 
     def _arguments_outside(self, args: ast.arguments) -> None:
         """Defaults and annotations run in the enclosing scope."""
