@@ -39,14 +39,7 @@ from ._literals import (
     parse_literal,
     values_equal,
 )
-from ._static import (
-    MAX_INPUT_CHARS,
-    MAX_OUTPUT_CHARS,
-    MAX_SOURCE_CHARS,
-    RejectReason,
-    Validation,
-    check_source,
-)
+from ._static import check_source
 from ._tasks import (
     TASK_TYPES,
     AnswerStatus,
@@ -57,6 +50,13 @@ from ._tasks import (
     make_task,
 )
 from ._validate import ProgramRunner, Sandbox, validate_program, validate_programs
+from ._validation import (
+    MAX_INPUT_CHARS,
+    MAX_OUTPUT_CHARS,
+    MAX_SOURCE_CHARS,
+    RejectReason,
+    Validation,
+)
 
 __all__ = [
     "ALLOWED_ATTRIBUTES",

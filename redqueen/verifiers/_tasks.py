@@ -8,7 +8,8 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from ._literals import LiteralParseError, parse_args, parse_literal, values_equal
-from ._static import RejectReason, check_source
+from ._static import check_source
+from ._validation import RejectReason
 
 if TYPE_CHECKING:
     from ._executor import ExecResult

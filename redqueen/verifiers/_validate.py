@@ -7,13 +7,13 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ._literals import LiteralParseError, format_args, parse_args, parse_literal, values_equal
-from ._static import (
+from ._static import check_source
+from ._validation import (
     MAX_INPUT_CHARS,
     MAX_OUTPUT_CHARS,
     MAX_SOURCE_CHARS,
     RejectReason,
     Validation,
-    check_source,
     reject,
 )
 
