@@ -1,14 +1,14 @@
-"""The clean template: the one process that forks sandboxed children, and that never reads a request.
+"""The clean template: the fork server's serving loop, which forks children and never reads a request.
 
 A child is a copy of the process it was forked from, freed memory included. If that process had
 parsed requests, every child could find them (another member's answer, a hidden test) by
-walking frames or scanning its heap. So the fork server (``_zygote.py``), which reads and
-parses requests, forks this template once, before its first request, and the template forks
-every child. What the template receives is only the shape of a run: its mode, its timeout and
-the pipe ends of its children (``SCM_RIGHTS`` over a socket pair). Each child reads its own
-request from its own pipe after the fork, and writes its result to a pipe only the server
-reads. The template never reads either, nor the names of files a program left behind: it waits
-for the children, kills them at the deadline and reports their wait status.
+walking frames or scanning its heap. So the fork server never reads a request: what it receives
+from the host (``Executor``) is only the shape of a run, its mode, its timeout and the pipe
+ends of its children (``SCM_RIGHTS`` over a socket pair). Each child reads its own part of the
+request from its own pipe after the fork, and writes its result to a pipe only the host reads.
+The server reads neither, nor the names of files a program left behind: it forks, waits for
+the children, kills them at the deadline and reports their wait status, from which and the
+result frame the host decides the verdict.
 
 Every fork starts from the same template state (the child then takes a random heap shift of
 its own, ``_child._child_jitter``), so a program cannot tell validation from judging, nor one
@@ -24,14 +24,11 @@ import json
 import os
 import signal
 import socket
-import sys
 from typing import TYPE_CHECKING
 
 if __package__:
-    from . import _kernel
     from ._child import CappedWriter, run_candidate, run_child, run_test
 else:  # imported by the fork-server script as a sibling module
-    import _kernel
     from _child import CappedWriter, run_candidate, run_child, run_test
 
 if TYPE_CHECKING:
@@ -73,7 +70,7 @@ class Template:
 
     Args:
         zygote: The sandbox's prepared state (filters, limits, working directory).
-        control: This end of the socket pair shared with the server.
+        control: The server's end of the socket pair shared with the host.
     """
 
     def __init__(self, zygote: Zygote, control: socket.socket) -> None:
@@ -82,10 +79,9 @@ class Template:
         self.waiting = False
 
     def serve(self) -> None:
-        """Fork, wait and report, once per control message, until the server goes away."""
+        """Fork, wait and report, once per control message, until the host closes the socket."""
         zygote = self.zygote
         zygote.server_pid = os.getpid()  # the children's parent, which they check
-        _kernel.set_pdeathsig(signal.SIGKILL)
         signal.signal(signal.SIGALRM, self._on_alarm)
         while True:
             try:
@@ -197,26 +193,3 @@ def kill_group(pid: int) -> None:
 
 class _Deadline(Exception):
     """Raised by the SIGALRM handler to end the wait for a child at its deadline."""
-
-
-def start(zygote: Zygote) -> tuple[int, socket.socket]:
-    """Fork the template from a process that has read no request; its pid and the server's end.
-
-    Call it before the first request is read. The template serves until the server's end of
-    the socket pair closes, then exits.
-    """
-    server_end, template_end = zygote.control
-    pid = os.fork()
-    if pid == 0:
-        server_end.close()
-        code = 0
-        try:
-            Template(zygote, template_end).serve()
-        except BaseException:
-            code = 1
-        finally:
-            zygote.remove_workdir()
-            sys.stdout.flush()
-            os._exit(code)
-    template_end.close()
-    return pid, server_end

@@ -33,13 +33,12 @@ import socket
 import sys
 
 if __package__:
-    from . import _kernel, _server, _template
+    from . import _kernel, _template
     from ._child import refuse_socket
     from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
 else:  # run as a script: the sibling modules are importable from the script's directory
     import _kernel
-    import _server
     import _template
     from _child import refuse_socket
     from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
@@ -105,8 +104,8 @@ class Zygote:
         self.limits: list[tuple[int, tuple[int, int]]] = []
         self.limits_timeout = -1.0
         self.pipe_capacity = _pipe_capacity()
-        # The server's line to its template, made before the socket functions are refused.
-        self.control = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The host's line to this server, wrapped before the socket functions are refused.
+        self.control = socket.socket(fileno=int(config["control_fd"]))
         socket_module = sys.modules.get("socket")
         if socket_module is not None:  # children inherit the refusal
             for name in ("socket", "socketpair", "create_connection", "create_server"):
@@ -296,24 +295,29 @@ def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
 
 
 def main() -> None:
-    """Entry point: ``python _zygote.py '<json config>'``; serves until stdin closes."""
+    """Entry point: ``python _zygote.py '<json config>'``; serves until the host's socket closes.
+
+    The config names the control socket's descriptor (``control_fd``), shared with the host.
+    """
     config = json.loads(sys.argv[1])
     for name in (*PRELOAD, *config.get("preload", ())):
         __import__(name)
     sys.dont_write_bytecode = True
-    rfd, wfd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
+    for fd in (0, 1):
+        os.dup2(null, fd)
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdin = io.StringIO()  # what programs read: nothing
     zygote = Zygote(config)
     gc.collect()
     gc.freeze()  # children's collections then skip (and so do not copy) the server's objects
-    # Forked before the first request is read: every child is a copy of this clean state.
-    template_pid, control = _template.start(zygote)
-    _server.Server(zygote, template_pid, control).serve(rfd, wfd)
+    ready = {"ready": True, "features": zygote.features, "pid": os.getpid()}
+    _template.send_control(zygote.control, ready)
+    try:
+        _template.Template(zygote, zygote.control).serve()
+    finally:
+        zygote.remove_workdir()
 
 
 if __name__ == "__main__":
