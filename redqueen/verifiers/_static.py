@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]  # the parser str.format itself uses
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._allowlist import (
     ALLOWED_ATTRIBUTES,
@@ -36,6 +38,10 @@ _ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 #: Builtin names whose reads wait for their scope to close (see :class:`_Scope`): unlisted
 #: builtins, and ``type`` where it is not in its listed form.
 _SCOPED = REFUSED_BUILTINS | {"type"}
+
+
+#: Each node type's handler, found once (the walk runs per program).
+_HANDLERS: dict[type, Callable[[_AllowListChecker, Any], None]] = {}
 
 
 def _is_dunder(name: str) -> bool:
@@ -85,10 +91,26 @@ class _AllowListChecker(ast.NodeVisitor):
     def visit(self, node: ast.AST) -> None:
         if self.found is not None:
             return
-        if type(node) not in ALLOWED_NODES:
-            self._refuse(RejectReason.NOT_LISTED, f"syntax not listed: {type(node).__name__}")
+        kind = type(node)
+        if kind not in ALLOWED_NODES:
+            self._refuse(RejectReason.NOT_LISTED, f"syntax not listed: {kind.__name__}")
             return
-        super().visit(node)
+        handler = _HANDLERS.get(kind)
+        if handler is None:
+            handler = _HANDLERS[kind] = getattr(
+                type(self), "visit_" + kind.__name__, type(self).generic_visit
+            )
+        handler(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                self.visit(value)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
 
     def _visit_all(self, nodes: list) -> None:
         for node in nodes:
