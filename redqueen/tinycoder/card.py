@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TargetCheck", "check_targets", "write_model_card"]
+__all__ = ["TargetCheck", "check_targets", "outside_the_generator", "write_model_card"]
 
 _TASK_TYPES = ("code_o", "code_i", "code_f")
 #: Largest weights file that may ship inside the package.
@@ -40,7 +40,8 @@ def check_targets(summary: dict) -> list[TargetCheck]:
     under 0.3 nats; weights at most 30 MB; for runs that record them, each program learned from
     at most twice and at least 100,000 distinct programs learned from; with a ``side_by_side``
     entry (another model's held-out rates on the same tasks), code_o greedy pass@1 and pass@k
-    above that model's.
+    above that model's; where measured, valid-and-new proposals (valid, and in no training
+    program) at least 60% per task type and greedy accuracy on the hand-written set at least 30%.
     """
     rates = summary["rates"]["heldout"]
     k = rates["samples"]
@@ -53,6 +54,8 @@ def check_targets(summary: dict) -> list[TargetCheck]:
         checks.append(TargetCheck(f"{t} solved at T=1", f"{s:.3f}", "0.3-0.6", 0.3 <= s <= 0.6))
         p = rates["pass_at_k"][t]
         checks.append(TargetCheck(f"{t} pass@{k}", f"{p:.3f}", ">= 0.8", p >= 0.8))
+    for t, v in (rates.get("new_valid_share") or {}).items():
+        checks.append(TargetCheck(f"{t} valid-and-new proposals", _pct(v), ">= 60%", v >= 0.60))
     p = rates["pass_at_k"]["code_f"]
     checks.append(TargetCheck(f"code_f pass@{k}", f"{p:.3f}", ">= 0.1", p >= 0.1))
     for t in ("code_o", "code_i"):
@@ -97,6 +100,16 @@ def check_targets(summary: dict) -> list[TargetCheck]:
                     a > b,
                 )
             )
+    if "handwritten" in summary:
+        hw = summary["handwritten"]
+        checks.append(
+            TargetCheck(
+                "hand-written code_o, greedy",
+                f"{_pct(hw['accuracy'])} ({hw['correct']}/{hw['n']})",
+                ">= 30%",
+                hw["accuracy"] >= 0.30,
+            )
+        )
     size = summary["weights_bytes"]
     checks.append(
         TargetCheck("weights file", f"{size / 1e6:.1f} MB", "<= 30 MB", size <= MAX_WEIGHTS_BYTES)
@@ -106,13 +119,17 @@ def check_targets(summary: dict) -> list[TargetCheck]:
 
 def _rates_table(rates: dict) -> str:
     k = rates["samples"]
+    new = rates.get("new_valid_share")
+    new_head, new_rule = (" valid and new |", " --- |") if new else ("", "")
     head = (
-        f"| task type | proposals parsed | proposals valid | answers parsed | solved (T=1) "
-        f"| pass@{k} | solved (greedy) |\n| --- | --- | --- | --- | --- | --- | --- |\n"
+        f"| task type | proposals parsed | proposals valid |{new_head} answers parsed "
+        f"| solved (T=1) | pass@{k} | solved (greedy) |\n| --- | --- | --- |{new_rule} --- "
+        "| --- | --- | --- |\n"
     )
     rows = "\n".join(
         f"| {t} | {_pct(rates['parsed_share'][t])} | {_pct(rates['valid_share'][t])} | "
-        f"{_pct(rates['answer_parsed_share'][t])} | {_pct(rates['solve_rate'][t])} | "
+        + (f"{_pct(new[t])} | " if new else "")
+        + f"{_pct(rates['answer_parsed_share'][t])} | {_pct(rates['solve_rate'][t])} | "
         f"{_pct(rates['pass_at_k'][t])} | {_pct(rates['greedy_solve_rate'][t])} |"
         for t in _TASK_TYPES
     )
@@ -157,6 +174,8 @@ def write_model_card(folder: str | Path, summary: dict, *, notes: str = "") -> P
     )
     corpus_text = _corpus_text(summary)
     side = _side_by_side(summary)
+    outside = outside_the_generator(summary)
+    outside = f"{outside}\n\n" if outside else ""
     text = f"""---
 library_name: transformers
 tags: [redqueen, tiny-coder, llama, code]
@@ -216,13 +235,39 @@ the proposal parses and passes `validate_program`; "solved" means `check_answer`
 
 {ood}
 
-{side}
+{outside}{side}
 
 {notes}
 """
     path = Path(folder) / "README.md"
     path.write_text(text.rstrip() + "\n", encoding="utf-8")
     return path
+
+
+def outside_the_generator(summary: dict) -> str:
+    """The card's section on programs the generator does not write: greedy accuracy on the
+    hand-written code_o set (``summary["handwritten"]``, from
+    :func:`~redqueen.tinycoder.rates.measure_handwritten`), per idiom. Empty without it.
+
+    Cards written before the set existed (the shipped ``tiny-coder``'s) carry this section
+    appended, made by this function from their ``training.json``.
+    """
+    hw = summary.get("handwritten")
+    if not hw:
+        return ""
+    idioms = " | ".join(hw["by_idiom"])
+    cells = " | ".join(_pct(v) for v in hw["by_idiom"].values())
+    return (
+        "## Outside the generator: hand-written programs\n\n"
+        f"Greedy code_o answers to the {hw['n']} hand-written programs of\n"
+        "`redqueen/assets/handwritten_code_o.jsonl` (common builtins and methods, slices,\n"
+        "comprehensions, loops, dict counters, whole words, larger integers; never trained on),\n"
+        f"in the environment's prompt and parser, {hw['max_new_tokens']} new tokens: "
+        f"**{_pct(hw['accuracy'])}** correct ({hw['correct']}/{hw['n']}), "
+        f"{_pct(hw['parsed_share'])} parsed.\n\n"
+        f"| idiom | {idioms} |\n| --- |" + " --- |" * len(hw["by_idiom"]) + "\n"
+        f"| correct | {cells} |"
+    )
 
 
 def _corpus_text(summary: dict) -> str:
@@ -284,7 +329,10 @@ def _side_by_side(summary: dict) -> str:
                 ("solve_rate", "solved at T=1"),
                 ("pass_at_k", f"pass@{k}"),
                 ("valid_share", "valid proposals"),
+                ("new_valid_share", "valid and new proposals"),
             ):
+                if not (mine.get(key) and theirs.get(key)):
+                    continue
                 lines.append(
                     f"| {t} ({'held out' if split == 'heldout' else 'OOD'}) | {label} | "
                     f"{_pct(mine[key][t])} | {_pct(theirs[key][t])} |"

@@ -15,8 +15,9 @@ Llama model on packed sequences, every sequence once per epoch and at most two e
 program is learned from at most twice (next-token loss, AdamW, warm-up + cosine), (5) measures
 the loss on training, held-out and out-of-distribution documents, (6) saves a folder that
 ``AutoModelForCausalLM.from_pretrained`` loads offline (weights stored in bf16 and loaded as
-fp32), (7) measures the rates on the held-out and OOD splits and (8) writes ``training.json``
-and the model card. A profile sets every default; any flag overrides it.
+fp32), (7) measures the rates on the held-out and OOD splits (valid proposals, and those new
+to the training split), and greedy accuracy on the hand-written code_o set, and (8) writes
+``training.json`` and the model card. A profile sets every default; any flag overrides it.
 
 Training checkpoints into ``DIR-checkpoint`` (beside ``DIR``) every ``--checkpoint-minutes`` (model, optimizer,
 step, data position) and running the same command again resumes exactly where it stopped;
@@ -44,10 +45,11 @@ import numpy as np
 import torch
 from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
+from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.card import write_model_card
 from redqueen.tinycoder.corpus import render_documents, render_lean_documents, save_corpus
 from redqueen.tinycoder.model import SIZES, STORAGE_DTYPES, save_model, tiny_coder_config
-from redqueen.tinycoder.rates import measure_rates
+from redqueen.tinycoder.rates import measure_handwritten, measure_rates
 from redqueen.tinycoder.splits import (
     GOLD_MODES,
     SPLITS,
@@ -518,6 +520,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
         summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
         (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
+    # A proposal is new when no training program shares its canonical form.
+    known = {canonical_key(e.program) for e in splits.train}
     with Executor(workers=args.workers or os.cpu_count() or 1) as executor:
         summary["rates"] = {
             split: measure_rates(
@@ -530,9 +534,13 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 seed=args.seed,
                 max_new_tokens=args.max_new_tokens,
                 batch_size=args.rates_batch_size,
+                known_keys=known,
             ).to_dict()
             for split in ("heldout", "ood")
         }
+        summary["handwritten"] = measure_handwritten(
+            model, tokenizer, executor, batch_size=args.rates_batch_size
+        ).summary()
     summary["rates_seconds"] = round(time.time() - t_rates, 1)
     summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
     given = list(argv) if argv is not None else sys.argv[1:]

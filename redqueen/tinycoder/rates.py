@@ -3,8 +3,11 @@
 An arms race needs room on both sides: a teacher whose proposals are never valid gets no
 signal, and a student that already solves everything (or nothing) gives the teacher none. This
 module measures, with the environment's own sampling (temperature 1, no top-k/top-p cut), the
-share of valid proposals, the solve rate at T=1, pass@k and the solve rate per generator level
-per task type on held-out corpus entries. The model card records the numbers;
+share of valid proposals (and of valid proposals new to the training corpus: a model that
+recites its corpus proposes valid programs and nothing new), the solve rate at T=1, pass@k and
+the solve rate per generator level per task type on held-out corpus entries, and greedy
+accuracy on the hand-written code_o set (programs as people write them, which the generator
+does not). The model card records the numbers;
 ``python -m redqueen.tinycoder.rates --model DIR`` re-measures a folder on its ``heldout.jsonl``
 and ``ood.jsonl``.
 """
@@ -15,27 +18,26 @@ import argparse
 import json
 import random
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-from redqueen.tinycoder.corpus import (
-    CorpusEntry,
-    entry_task,
-    load_corpus,
-    reference_triplets,
-)
-from redqueen.verifiers import AnswerStatus, Executor, check_answers, validate_programs
-from redqueen.verifiers.formats import (
-    TASK_TYPES,
-    parse_proposal,
-    parse_solution,
-    propose_prompt,
-    solve_prompt,
-)
+from redqueen.tinycoder.canonical import canonical_key
+from redqueen.tinycoder.corpus import CorpusEntry, entry_task, load_corpus
+from redqueen.tinycoder.handwritten import HandwrittenProgram, load_handwritten
+from redqueen.tinycoder.sampling import generate_texts, sample_proposals
+from redqueen.verifiers import AnswerStatus, Executor, ProgramRunner, check_answers
+from redqueen.verifiers.formats import TASK_TYPES, parse_solution, solve_prompt
 
-__all__ = ["StartingRates", "generate_texts", "measure_rates"]
+__all__ = [
+    "HandwrittenScore",
+    "StartingRates",
+    "generate_texts",
+    "measure_handwritten",
+    "measure_rates",
+]
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class StartingRates:
         samples: Sampled answers per task.
         temperature: Sampling temperature used for the sampled rates.
         references: Reference triplets in each teacher prompt.
+        new_valid_share: Teacher proposals that are valid *and* new: their canonical key is in
+            none of the known programs (the model's training corpus); None when no known
+            programs were given. A model that recites its corpus has valid proposals but no
+            new ones.
     """
 
     valid_share: dict[str, float]
@@ -71,49 +77,11 @@ class StartingRates:
     samples: int
     temperature: float
     references: int
+    new_valid_share: dict[str, float] | None = None
 
     def to_dict(self) -> dict:
         """Plain-JSON form."""
         return asdict(self)
-
-
-@torch.no_grad()
-def generate_texts(
-    model,
-    tokenizer,
-    prompts: Sequence[str],
-    *,
-    max_new_tokens: int,
-    temperature: float,
-    seed: int,
-    batch_size: int = 64,
-) -> list[str]:
-    """Complete each prompt (left-padded batches); temperature 0 means greedy.
-
-    Sampling uses the full distribution (``top_k=0``, ``top_p=1``), as the environment does.
-    """
-    device = next(model.parameters()).device
-    tokenizer.padding_side = "left"
-    torch.manual_seed(seed)
-    texts: list[str] = []
-    for start in range(0, len(prompts), batch_size):
-        chunk = list(prompts[start : start + batch_size])
-        batch = tokenizer(chunk, return_tensors="pt", padding=True).to(device)
-        sampling = (
-            {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0}
-            if temperature > 0
-            else {"do_sample": False}
-        )
-        out = model.generate(
-            **batch,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            **sampling,
-        )
-        new = out[:, batch["input_ids"].shape[1] :]
-        texts.extend(tokenizer.batch_decode(new, skip_special_tokens=True))
-    return texts
 
 
 def measure_rates(
@@ -130,6 +98,7 @@ def measure_rates(
     max_new_tokens: int = 320,
     task_types: Sequence[str] = TASK_TYPES,
     batch_size: int = 64,
+    known_keys: AbstractSet[bytes] | None = None,
 ) -> StartingRates:
     """Measure valid-proposal shares, solve rates and pass@k per task type on ``entries``.
 
@@ -148,6 +117,8 @@ def measure_rates(
             :data:`TASK_TYPES` draws exactly the tasks a full measurement draws for them).
         batch_size: Prompts per generation batch (larger on a GPU; sampled answers depend on
             the batching, the tasks drawn do not).
+        known_keys: Canonical keys of the model's training programs; given, the rates count
+            the valid proposals that are new (``new_valid_share``).
 
     Raises:
         ValueError: If there are fewer entries than ``references + 1``, ``samples < 1`` or
@@ -173,6 +144,7 @@ def measure_rates(
             "solve_rate_by_level",
         )
     }
+    new_valid: dict[str, float] = {}
 
     def complete(prompts: list[str], temp: float, offset: int) -> list[str]:
         return generate_texts(
@@ -186,15 +158,24 @@ def measure_rates(
         )
 
     for offset, task_type in enumerate(task_types):
-        prompts = [
-            propose_prompt(task_type, reference_triplets(entries, rng, references))
-            for _ in range(n)
-        ]
-        proposals = [parse_proposal(task_type, t) for t in complete(prompts, temperature, offset)]
-        parsed = [(p.program, list(p.inputs)) for p in proposals if p is not None]
-        verdicts = validate_programs(parsed, executor) if parsed else []
-        figures["parsed_share"][task_type] = len(parsed) / n
-        figures["valid_share"][task_type] = sum(v.ok for v in verdicts) / n
+        drawn = sample_proposals(
+            model,
+            tokenizer,
+            entries,
+            task_type=task_type,
+            n=n,
+            rng=rng,
+            executor=executor,
+            references=references,
+            temperature=temperature,
+            seed=seed + offset,
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+        )
+        figures["parsed_share"][task_type] = sum(s.proposal is not None for s in drawn) / n
+        figures["valid_share"][task_type] = sum(s.valid for s in drawn) / n
+        if known_keys is not None:
+            new_valid[task_type] = sum(s.is_new(known_keys) for s in drawn) / n
 
         picked = [entries[rng.randrange(len(entries))] for _ in range(n)]
         tasks = [entry_task(e, task_type, rng.randrange(len(e.inputs))) for e in picked]
@@ -228,14 +209,99 @@ def measure_rates(
         samples=samples,
         temperature=temperature,
         references=references,
+        new_valid_share=new_valid if known_keys is not None else None,
+    )
+
+
+@dataclass(frozen=True)
+class HandwrittenScore:
+    """Greedy answers to the hand-written code_o set (:mod:`redqueen.tinycoder.handwritten`).
+
+    Args:
+        ids: The programs' ids, in the set's order.
+        idioms: Each program's idiom.
+        answers: Each parsed answer (None when the text did not parse).
+        statuses: Each answer's :class:`~redqueen.verifiers.AnswerStatus` value.
+        max_new_tokens: Generation budget per answer.
+    """
+
+    ids: tuple[str, ...]
+    idioms: tuple[str, ...]
+    answers: tuple[str | None, ...]
+    statuses: tuple[str, ...]
+    max_new_tokens: int
+
+    @property
+    def correct(self) -> int:
+        """Answers judged correct."""
+        return sum(s == AnswerStatus.CORRECT.value for s in self.statuses)
+
+    def summary(self) -> dict:
+        """The card's figures: accuracy, parsed share, and accuracy per idiom."""
+        n = len(self.statuses)
+        by_idiom: dict[str, list[bool]] = {}
+        for idiom, status in zip(self.idioms, self.statuses, strict=True):
+            by_idiom.setdefault(idiom, []).append(status == AnswerStatus.CORRECT.value)
+        return {
+            "n": n,
+            "correct": self.correct,
+            "accuracy": self.correct / n,
+            "parsed_share": sum(s != AnswerStatus.UNPARSEABLE.value for s in self.statuses) / n,
+            "max_new_tokens": self.max_new_tokens,
+            "by_idiom": {k: sum(v) / len(v) for k, v in sorted(by_idiom.items())},
+        }
+
+
+def measure_handwritten(
+    model,
+    tokenizer,
+    executor: ProgramRunner,
+    *,
+    programs: Sequence[HandwrittenProgram] | None = None,
+    max_new_tokens: int = 96,
+    batch_size: int = 64,
+) -> HandwrittenScore:
+    """Greedy code_o answers to the hand-written set, in the environment's prompt and parser.
+
+    Args:
+        model: A causal LM (eval mode is set here).
+        tokenizer: Its tokenizer.
+        executor: Sandbox (code_o answers are judged without running anything, as the
+            environment judges them).
+        programs: The set (default: the committed one).
+        max_new_tokens: Generation budget per answer (the ``tiny`` preset's solve budget).
+        batch_size: Prompts per generation batch.
+    """
+    programs = list(programs) if programs is not None else load_handwritten()
+    model.eval()
+    tasks = [p.task() for p in programs]
+    texts = generate_texts(
+        model,
+        tokenizer,
+        [solve_prompt(t) for t in tasks],
+        max_new_tokens=max_new_tokens,
+        temperature=0.0,
+        seed=0,
+        batch_size=batch_size,
+    )
+    answers = [parse_solution("code_o", t) for t in texts]
+    statuses = check_answers(list(zip(tasks, answers, strict=True)), executor)
+    return HandwrittenScore(
+        ids=tuple(p.id for p in programs),
+        idioms=tuple(p.idiom for p in programs),
+        answers=tuple(answers),
+        statuses=tuple(s.value for s in statuses),
+        max_new_tokens=max_new_tokens,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     """Command line: measure a model folder's rates on its held-out and OOD splits, print JSON.
 
-    With ``--write`` the figures replace the ``rates`` of the folder's ``training.json`` and the
-    model card is rewritten, so the card's figures are re-measurable by this one command.
+    With ``--train-corpus`` (the model's ``train.jsonl``) the valid proposals that are new to it
+    are counted too. With ``--write`` the figures replace the ``rates`` of the folder's
+    ``training.json``, the hand-written set is scored (``handwritten``) and the model card is
+    rewritten, so the card's figures are re-measurable by this one command.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -262,6 +328,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
         help="read heldout.jsonl and ood.jsonl from this folder instead (e.g. another model's, "
         "to compare two models on the same tasks: tasks are chosen by --seed alone)",
     )
+    parser.add_argument(
+        "--train-corpus",
+        type=Path,
+        help="the model's training split (train.jsonl): count valid proposals new to it",
+    )
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -275,6 +346,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     splits = [s for s in ("heldout", "ood") if (folder / f"{s}.jsonl").is_file()]
     if not splits:
         parser.error(f"{folder} has neither heldout.jsonl nor ood.jsonl")
+    known = (
+        {canonical_key(e.program) for e in load_corpus(args.train_corpus)}
+        if args.train_corpus is not None
+        else None
+    )
     with Executor(workers=args.workers) as executor:
         rates = {
             split: measure_rates(
@@ -287,14 +363,21 @@ def main(argv: Sequence[str] | None = None) -> dict:
                 seed=args.seed,
                 max_new_tokens=args.max_new_tokens,
                 batch_size=args.batch_size,
+                known_keys=known,
             ).to_dict()
             for split in splits
         }
+        handwritten = (
+            measure_handwritten(model, tokenizer, executor, batch_size=args.batch_size).summary()
+            if args.write
+            else None
+        )
     print(json.dumps(rates, indent=2))
     if args.write:
         path = args.model / "training.json"
         summary = json.loads(path.read_text(encoding="utf-8"))
         summary["rates"] = rates
+        summary["handwritten"] = handwritten
         path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
         write_model_card(args.model, summary)
     return rates

@@ -54,10 +54,17 @@ def test_summary_and_card_carry_every_figure(trained) -> None:
             assert set(rates[key]) == {"code_o", "code_i", "code_f"}
             assert all(0.0 <= v <= 1.0 for v in rates[key].values())
         assert rates["samples"] == 2 and rates["solve_rate_by_level"]["code_o"]
+        # Valid and new: no more than valid (new to the training split).
+        for t, new in rates["new_valid_share"].items():
+            assert 0.0 <= new <= rates["valid_share"][t]
+    hand = summary["handwritten"]
+    assert hand["n"] >= 60 and 0.0 <= hand["accuracy"] <= hand["parsed_share"] <= 1.0
     card = (out / "README.md").read_text()
     for text in ("## Targets", "pass@2", "out of distribution", "loss gap", "by generator level"):
         assert text in card
-    assert len(check_targets(summary)) == 14
+    assert "| valid and new |" in card and "hand-written programs" in card
+    # 14 targets, and valid-and-new per task type and the hand-written set.
+    assert len(check_targets(summary)) == 18
     assert "--max-steps 12" in summary["command"]
 
 
