@@ -6,6 +6,9 @@ this package; it is what builds such a model from nothing, reproducibly.
 - :class:`~redqueen.tinycoder.programs.ProgramGenerator`: typed random Python programs over
   ints, strings, lists and dicts, with a difficulty ``level`` (:data:`TRAIN_LEVELS` for
   pretraining, :data:`OOD_LEVEL` held out whole).
+- :mod:`~redqueen.tinycoder.idioms`: ``IdiomGenerator``, short natural programs (one common
+  idiom each, whole words, larger numbers), a second source beside the grammar.
+- :mod:`~redqueen.tinycoder.handwritten`: the hand-written code_o set, held out of every corpus.
 - :mod:`~redqueen.tinycoder.canonical`: ``canonical_key``, the dedupe key (names and formatting
   normalised).
 - :mod:`~redqueen.tinycoder.corpus`: ``build_corpus`` (sandboxed gold outputs on all cores),
@@ -16,8 +19,8 @@ this package; it is what builds such a model from nothing, reproducibly.
   (``python -m redqueen.tinycoder.census``).
 - :func:`~redqueen.tinycoder.tokenizer.train_tokenizer`: byte-level BPE.
 - :mod:`~redqueen.tinycoder.model`: ``tiny_coder_config`` in named ``SIZES``, ``save_model``.
-- :mod:`~redqueen.tinycoder.rates`: valid-proposal shares, solve rates, pass@k, per level
-  (``python -m redqueen.tinycoder.rates --model DIR``).
+- :mod:`~redqueen.tinycoder.rates`: valid and valid-and-new proposal shares, solve rates,
+  pass@k, per level, hand-written accuracy (``python -m redqueen.tinycoder.rates --model DIR``).
 - :mod:`~redqueen.tinycoder.card`: the model card and its target checks.
 - ``python -m redqueen.tinycoder.pretrain --out DIR [--profile ci|full]``: the whole pipeline.
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.handwritten import handwritten_keys
+from redqueen.tinycoder.idioms import IdiomGenerator, IdiomProgram
 from redqueen.tinycoder.programs import TRAIN_LEVELS, GeneratedProgram, ProgramGenerator
 from redqueen.tinycoder.rename import rename_identifiers
 from redqueen.verifiers import ProgramRunner, Triplet, make_task, validate_programs
@@ -74,7 +75,9 @@ class CorpusEntry:
         return Triplet(self.program, self.inputs[index], self.outputs[index])
 
 
-def _distinct_inputs(program: GeneratedProgram, rng: random.Random, n: int) -> tuple[str, ...]:
+def _distinct_inputs(
+    program: GeneratedProgram | IdiomProgram, rng: random.Random, n: int
+) -> tuple[str, ...]:
     seen: list[str] = []
     for _ in range(n * 6):
         candidate = program.random_input(rng)
@@ -88,18 +91,30 @@ def _distinct_inputs(program: GeneratedProgram, rng: random.Random, n: int) -> t
 
 
 def candidates(
-    seed: int, levels: Sequence[int]
-) -> Iterator[tuple[GeneratedProgram, tuple[str, ...]]]:
+    seed: int, levels: Sequence[int], *, idiom_share: float = 0.0
+) -> Iterator[tuple[GeneratedProgram | IdiomProgram, tuple[str, ...]]]:
     """The endless seeded stream of ``(program, inputs)`` candidates that :func:`build_corpus` reads.
 
     Each candidate draws its level uniformly from ``levels``, then the program, then
-    :data:`N_CODE_F_INPUTS` distinct inputs; nothing is run.
+    :data:`N_CODE_F_INPUTS` distinct inputs; nothing is run. With ``idiom_share`` > 0 that
+    share of the candidates comes from :class:`~redqueen.tinycoder.idioms.IdiomGenerator`
+    instead (level 0); at 0 the stream is exactly the grammar's, as before idioms existed.
+
+    Raises:
+        ValueError: If ``idiom_share`` is outside [0, 1].
     """
+    if not 0.0 <= idiom_share <= 1.0:
+        raise ValueError(f"candidates: idiom_share must be in [0, 1], got {idiom_share}")
     rng = random.Random(seed)
     generator = ProgramGenerator(rng=random.Random(rng.getrandbits(64)))
+    idioms = IdiomGenerator(rng=random.Random(rng.getrandbits(64))) if idiom_share else None
     levels = list(levels)
     while True:
-        program = generator.program(rng.choice(levels))
+        program: GeneratedProgram | IdiomProgram
+        if idioms is not None and rng.random() < idiom_share:
+            program = idioms.program()
+        else:
+            program = generator.program(rng.choice(levels))
         yield program, _distinct_inputs(program, rng, N_CODE_F_INPUTS)
 
 
@@ -113,6 +128,7 @@ def build_corpus(
     batch: int = 512,
     max_source_chars: int = MAX_SOURCE_CHARS,
     progress: Callable[[int], None] | None = None,
+    idiom_share: float = 0.0,
 ) -> list[CorpusEntry]:
     """Generate ``n_programs`` valid, non-constant programs, distinct up to names and formatting.
 
@@ -136,11 +152,12 @@ def build_corpus(
         batch: Most candidates validated per call.
         max_source_chars: Longest program kept (prompts must fit the model's context).
         progress: Called with the number of entries accepted so far after each batch.
+        idiom_share: Share of candidates from the idiom generator (see :func:`candidates`).
 
     Raises:
         RuntimeError: If far too few candidates pass (the generator or sandbox is broken).
     """
-    stream = candidates(seed, levels)
+    stream = candidates(seed, levels, idiom_share=idiom_share)
     held_out = handwritten_keys()
     entries: list[CorpusEntry] = []
     seen: set[bytes] = set()

@@ -102,6 +102,7 @@ def build_splits(
     seed: int,
     executor: ProgramRunner,
     progress: Callable[[str, int], None] | None = None,
+    idiom_share: float = 0.0,
 ) -> CorpusSplits:
     """Build the three splits (see the module docstring); all depend only on ``seed``.
 
@@ -112,6 +113,8 @@ def build_splits(
         seed: Corpus seed (the OOD stream uses ``seed + 1``).
         executor: Sandbox (or :class:`~redqueen.tinycoder.gold.GoldPool`) for the gold outputs.
         progress: Called with a split name and its entries accepted so far.
+        idiom_share: Share of the training and held-out candidates drawn from the idiom
+            generator (:mod:`redqueen.tinycoder.idioms`, level 0); OOD stays the grammar's.
     """
 
     def report(name: str) -> Callable[[int], None] | None:
@@ -123,6 +126,7 @@ def build_splits(
         executor=executor,
         levels=TRAIN_LEVELS,
         progress=report("train"),
+        idiom_share=idiom_share,
     )
     train, heldout = both[:n_train], both[n_train:]
     ood = build_corpus(
@@ -144,6 +148,7 @@ def build_with_progress(
     seed: int,
     workers: int | None,
     gold: str = "pool",
+    idiom_share: float = 0.0,
 ) -> CorpusSplits:
     """:func:`build_splits` with a progress bar.
 
@@ -179,6 +184,7 @@ def build_with_progress(
             seed=seed,
             executor=executor,
             progress=lambda name, done: bar.update(tasks[name], completed=done),
+            idiom_share=idiom_share,
         )
 
 
@@ -196,10 +202,22 @@ def main(argv: Sequence[str] | None = None) -> CorpusSplits:
     parser.add_argument(
         "--gold", choices=GOLD_MODES, default="pool", help="how gold outputs are computed"
     )
+    parser.add_argument(
+        "--idiom-share",
+        type=float,
+        default=0.0,
+        help="share of training and held-out candidates from the idiom generator (level 0)",
+    )
     args = parser.parse_args(argv)
     start = time.time()
     splits = build_with_progress(
-        args.train, args.heldout, args.ood, seed=args.seed, workers=args.workers, gold=args.gold
+        args.train,
+        args.heldout,
+        args.ood,
+        seed=args.seed,
+        workers=args.workers,
+        gold=args.gold,
+        idiom_share=args.idiom_share,
     )
     splits.save(args.out)
     sizes = ", ".join(f"{name} {len(getattr(splits, name))}" for name in SPLITS)
