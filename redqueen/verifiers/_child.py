@@ -153,14 +153,22 @@ _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_refer
 def seal(server: Zygote) -> None:
     """Leave a confined child no way to ``ctypes`` by name, import or audited operation.
 
-    Drops this process's references to the ``ctypes`` objects that confinement used, takes the
-    ``ctypes`` modules and the sandbox's own modules out of ``sys.modules`` (``__main__``
-    becomes an empty module) and the name ``ctypes`` out of the sandbox modules' globals, and
-    installs an audit hook, which no program can remove, that refuses importing them again,
-    every audited ``ctypes`` operation and whole-heap walks. It touches only those few
-    objects: every page a child writes is a page the kernel copies.
+    Where the kernel calls are compiled (``_kernel.NATIVE``), ``ctypes`` was never loaded, and
+    an audit hook, which no program can remove, refuses importing it (the seccomp filter
+    refuses the executable mapping that loading ``_ctypes`` needs as well). Where they went
+    through ``ctypes``, this also drops the references confinement used, takes the ``ctypes``
+    modules and the sandbox's own modules out of ``sys.modules`` (``__main__`` becomes an empty
+    module), and the hook refuses every audited ``ctypes`` operation and whole-heap walks; the
+    interpreter's cache of ``_ctypes`` stays reachable there (``docs/verifier.md``). Every page
+    a child writes is a page the kernel copies, so the native path touches almost nothing.
     """
     server.seccomp = server.landlock = None
+    if "_ctypes" in sys.modules:
+        _forget_ctypes()
+    sys.addaudithook(_refuse_raw_memory)
+
+
+def _forget_ctypes() -> None:
     modules = sys.modules
     for name in _SEALED_MODULES:
         module = modules.pop(name, None)
@@ -170,7 +178,6 @@ def seal(server: Zygote) -> None:
     if main is not None:
         vars(main).pop("ctypes", None)
     modules["__main__"] = type(sys)("__main__")  # programs run as __main__; nothing in it
-    sys.addaudithook(_refuse_raw_memory)
 
 
 def _refuse_raw_memory(event: str, args: tuple) -> None:
@@ -180,8 +187,9 @@ def _refuse_raw_memory(event: str, args: tuple) -> None:
         raise ImportError(f"{args[0]} is not available in the sandbox")
 
 
-#: Small-object size classes (bytes) of the child's own share of the heap jitter.
-_JITTER_CLASSES = tuple(range(48, 257, 16))
+#: Small-object size classes (bytes) of the child's heap jitter, besides ``object`` (16) and
+#: ``float`` (24): the classes most of a small program's objects come from.
+_JITTER_CLASSES = tuple(range(48, 129, 16))
 
 
 def run_child(server: Zygote, request_fd: int, wfd: int, writer: CappedWriter) -> None:
@@ -197,7 +205,7 @@ def _read_request(fd: int) -> dict:
     chunks = []
     try:
         while True:
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, 1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)

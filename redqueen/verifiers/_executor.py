@@ -100,7 +100,8 @@ class _Server:
         else:
             parts = [{"source": request["source"], "expr": request["expr"]}]
             mode = "run"
-        ends = [_pipe(len(json.dumps(part))) for part in parts]
+        data = [json.dumps(part).encode() for part in parts]
+        ends = [_pipe(len(body)) for body in data]
         result_in, result_out = _pipe(_PIPE_CAPACITY)
         try:
             message = json.dumps({"mode": mode, "timeout": request["timeout"]}).encode()
@@ -115,8 +116,8 @@ class _Server:
                 os.close(r)
             os.close(result_out)
         self.result_fd = result_in
-        for (_, w), part in zip(ends, parts, strict=True):
-            _write_all(w, json.dumps(part).encode())
+        for (_, w), body in zip(ends, data, strict=True):
+            _write_all(w, body)
 
     def finish(self, deadline: float) -> dict | None:
         """The verdict on the run in flight, or None when the server did not report in time."""
@@ -408,8 +409,8 @@ class Executor:
         results: list[ExecResult | None] = [None] * len(requests)
         pending = deque(range(len(requests)))
         busy: dict[int, tuple[int, float]] = {}  # server index -> (job index, deadline)
-        last_on: dict[str, int] = {}  # request -> pid of the server that ran it last
-        keys = [json.dumps(request, sort_keys=True) for request in requests]
+        last_on: dict[tuple, int] = {}  # request -> pid of the server that ran it last
+        keys = [tuple(request.values()) for request in requests]
         while pending or busy:
             for k in range(len(self._servers)):
                 if len(busy) >= self.workers or not pending:
@@ -446,7 +447,7 @@ class Executor:
         return results  # type: ignore[return-value]
 
     def _next_for(
-        self, k: int, pending: deque[int], keys: list[str], last_on: dict[str, int]
+        self, k: int, pending: deque[int], keys: list[tuple], last_on: dict[tuple, int]
     ) -> int | None:
         """The first queued request that server ``k`` did not run last (None if none near)."""
         pid = self._servers[k].pid
