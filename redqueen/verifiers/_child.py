@@ -12,7 +12,7 @@ Three roles share that confinement:
 * :func:`run_child`: run a program, evaluate an expression, write one frame (``_verdict.py``)
   with the value's ``repr`` or the error, and exit with :data:`EXIT_VALUE` or
   :data:`EXIT_RAISED`. The program owns this process, so the frame is only a claim about a
-  value the program chose; the fork server judges it and callers compare the value elsewhere.
+  value the program chose; the host judges it and callers compare the value elsewhere.
 * :func:`run_candidate`: load an untrusted program and answer calls to one of its functions,
   arguments and results passing as literal data (``_proxy.py``); its exit status means nothing.
 * :func:`run_test`: run trusted test code whose ``candidate`` calls go to that other process,
@@ -281,7 +281,7 @@ def _report(
 
     What the runner calls once the program ran is bound first, so that a program that rebinds
     ``os.write`` or ``os._exit`` does not garble an honest error report. Nothing here is secret
-    and nothing here is trusted: the fork server judges the frame and the exit status.
+    and nothing here is trusted: the host judges the frame and the exit status.
     """
     write, exit_now, encode, length = os.write, os._exit, encode_frame, len
     type_of, str_type = type, str

@@ -229,14 +229,16 @@ class Executor:
     Each worker is a fork server started once with ``PYTHONHASHSEED`` fixed and common modules
     pre-imported; each program then runs in a fresh child forked from it, so a check costs a fork
     instead of an interpreter launch. The child is confined by resource limits (address space,
-    CPU, file size, no new processes), a wall-clock timeout that kills its whole process group,
+    CPU, file size, no new processes, 32 descriptors), a wall-clock timeout that kills its whole process group,
     a private working directory (a 16 MiB tmpfs where mounts are permitted, emptied after any run
     that wrote to it), empty network and IPC namespaces where permitted, Landlock (writes only
     inside its directory, reads only there and in the interpreter's files) and a seccomp filter
     (no sockets, exec, fork, SysV or POSIX IPC, signals to others, metadata changes), and a
-    dropped root identity. The fork server, not the program's process, decides each verdict
-    from one data-only frame and the exit status, and every reply is type- and size-checked
-    here; values are compared with expectations outside the program's process
+    dropped root identity. No child is a copy of a process that read a request: the fork server
+    receives only each run's mode, timeout and pipe descriptors, and each child reads its own
+    part of the request from its own pipe (a ``run_tests`` candidate never sees the test). The
+    host, not the program's process, decides each verdict from one data-only frame and the
+    exit status the server reports, and type- and size-checks every reply; values are compared with expectations outside the program's process
     (:meth:`run_tests` keeps test code out of it as well). :attr:`features` says which layers this host supports (seccomp is x86-64 only). A
     crashed, killed or hostile program never takes the executor down, and no process or IPC
     object it created outlives :meth:`close`.

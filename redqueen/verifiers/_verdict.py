@@ -1,10 +1,10 @@
-"""The result channel between a sandboxed child and its fork server, and the verdict on it.
+"""The result channel between a sandboxed child and the host, and the verdict on it.
 
 The child runs untrusted code, so everything it sends is a *claim*: the program owns its whole
 process and can write to the result pipe, replace any function the runner uses, or exit at any
 moment. Nothing in that process is secret (a secret in the memory of a process that runs
 untrusted code can always be read), so the channel carries data only and the verdict is built
-so that forging it buys nothing: the fork server, which never runs program code, decides from
+so that forging it buys nothing: the host, which never runs program code, decides from
 the child's wait status and one strictly parsed frame.
 
 A frame is ``kind (1 byte: V value, E error) + two big-endian u32 lengths + text + stdout``
@@ -16,7 +16,7 @@ reports a value the program chose, which it could as well have returned: every c
 an expected value happens outside its process. Sizes are checked against the server's limits,
 so the reply's fields always have the types and bounds the host expects.
 
-Standard library only; imported by the fork server as a sibling module.
+Standard library only; imported by the executor (and the fork-server script) as a sibling module.
 """
 
 from __future__ import annotations

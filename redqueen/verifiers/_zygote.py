@@ -2,17 +2,17 @@
 
 The executor starts this script once per worker with ``PYTHONHASHSEED`` fixed and a clean
 environment. It pre-imports the modules that programs commonly use, prepares the kernel
-filters, then forks its clean template (``_template.py``) before it reads any request, and
-serves requests read from stdin (4-byte big-endian length + JSON), answering on stdout in the
-same framing. Each request runs in a fresh child that the template forks, so start-up costs a
-fork instead of an interpreter launch, a crash or kill of one program never touches the
-server, and no child is a copy of a process that parsed a request: each reads its own request
-from its own pipe, and holds nothing else that any request brought.
+filters, then serves as the clean template (``_template.py``) on a socket shared with the host:
+per run it receives the mode, the timeout and the children's pipe descriptors, never a request.
+Each run is a fresh child forked from it, so start-up costs a fork instead of an interpreter
+launch, a crash or kill of one program never touches the server, and no child is a copy of a
+process that parsed a request: each reads its own part of the request from its own pipe, and
+holds nothing else that any request brought.
 
-What the child does before the program runs is in ``_child.py``; how the server judges what the
-child sends back is in ``_verdict.py`` (the server, which never runs program code, decides every
-verdict). The server also moves itself into an empty network namespace, a private IPC namespace
-and a private mount namespace (where allowed), so the template and every child inherit them.
+What the child does before the program runs is in ``_child.py``; how the host judges what the
+child sends back, with the wait status this server reports, is in ``_verdict.py``. The server
+also moves itself into an empty network namespace, a private IPC namespace and a private mount
+namespace (where allowed), so every child inherits them.
 Its kernel calls go through ``_kernel.py`` (the compiled ``_kernelcalls`` where it was built),
 so that ``ctypes`` is never loaded in the lineage that children are forked from.
 
