@@ -39,7 +39,13 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
         ValueError: ``"FILE:LINE: ..."`` naming the first bad line and what is wrong with it.
         OSError: If the file cannot be read.
     """
-    from redqueen.verifiers import LiteralParseError, parse_args, parse_literal, validate_programs
+    from redqueen.verifiers import (
+        LiteralParseError,
+        parse_args,
+        parse_literal,
+        validate_programs,
+        values_equal,
+    )
 
     path = Path(path)
     rows: list[dict[str, Any]] = []
@@ -84,7 +90,9 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
                 f"{where}: program is not a valid task ({verdict.reason}: {verdict.detail})"
             )
         computed = verdict.outputs[0]
-        if "output" in row and not _same_literal(row["output"], computed, parse_literal):
+        if "output" in row and not _same_literal(
+            row["output"], computed, parse_literal, values_equal
+        ):
             raise ValueError(
                 f"{where}: field 'output' is {row['output']!r}, but the program returns {computed!r}"
             )
@@ -92,12 +100,13 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _same_literal(given: str, computed: str, parse_literal: Any) -> bool:
-    """Whether two ``repr`` strings denote the same value (``[1,2]`` and ``[1, 2]`` do)."""
+def _same_literal(given: str, computed: str, parse_literal: Any, values_equal: Any) -> bool:
+    """Whether two ``repr`` strings denote the same value of the same type (``[1,2]`` and
+    ``[1, 2]`` do; ``1`` and ``1.0``, or ``True`` and ``1``, do not), as answers are judged."""
     if given.strip() == computed:
         return True
     try:
-        return bool(parse_literal(given) == parse_literal(computed))
+        return bool(values_equal(parse_literal(given), parse_literal(computed)))
     except Exception:  # a value the literal parser cannot rebuild: compare the text only
         return False
 
@@ -181,7 +190,10 @@ class ProblemFileSuite:
             raise ValueError(
                 f"{self.name}: {len(problems)} problems but {len(completions)} completions"
             )
-        answers = [parse_solution(p.data["task"], text) for p, text in zip(problems, completions, strict=True)]
+        answers = [
+            parse_solution(p.data["task"], text)
+            for p, text in zip(problems, completions, strict=True)
+        ]
         items = [(self._task(p.data), answer) for p, answer in zip(problems, answers, strict=True)]
         statuses = check_answers(items, executor)
         return [(str(status), answer) for status, answer in zip(statuses, answers, strict=True)]
