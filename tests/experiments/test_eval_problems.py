@@ -47,7 +47,7 @@ def test_a_given_output_is_kept_in_the_sandbox_s_spelling(tmp_path, executor) ->
 def test_a_given_output_of_another_type_is_refused(tmp_path, executor, given) -> None:
     """A problem file's output is judged as answers are: ``1.0`` and ``True`` are not ``1``."""
     row = {"program": "def f(x):\n    return x - 1", "input": "2", "output": given}
-    with pytest.raises(ValueError, match="the program returns 1"):
+    with pytest.raises(ValueError, match="the program returns '1'"):
         read_problem_file(_write(tmp_path / "p.jsonl", [row]), executor)
 
 
