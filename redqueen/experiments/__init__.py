@@ -10,6 +10,8 @@
 - :mod:`.plots`: ``make_plots(run_dir)`` and the ``PLOTS`` registry (imports matplotlib; not
   imported here).
 - :mod:`.monitor`: TensorBoard and Weights & Biases sinks.
+- :mod:`.analysis`: :func:`load_runs` (runs as one tidy pandas table, configuration keys as
+  columns) and :func:`export_table` (CSV or Parquet).
 - :mod:`.cli`: the ``redqueen`` command (``run``, ``resume``, ``plot``, ``export``, ``list``).
 """
 
@@ -28,6 +30,8 @@ _EXPORTS = {
     "RunDirectoryError": "rundir",
     "export_adapter": "rundir",
     "check_config": "_config_checks",
+    "export_table": "analysis",
+    "load_runs": "analysis",
     "RunError": "runner",
     "Runner": "runner",
     "RunResult": "runner",

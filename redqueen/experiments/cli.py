@@ -32,12 +32,13 @@ from rich.progress import (
 from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments._display import EscapingFormatter, error_line, shown
+from redqueen.experiments._headline import progress_stats
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.domain_check import domain_check_command
 from redqueen.experiments.evaluation.command import eval_command
 from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.plugins import one_line as _one_line
-from redqueen.experiments.study_commands import compare_command, sweep_command
+from redqueen.experiments.study_commands import compare_command, export_table_command, sweep_command
 
 app = typer.Typer(
     add_completion=True,
@@ -143,10 +144,6 @@ def _default_out(source: str) -> Path:
     return out
 
 
-def _fmt(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
-
-
 def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..., None]]:
     from rich.markup import escape
 
@@ -164,11 +161,7 @@ def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..
     )
 
     def on_step(record: Any, current: Any) -> None:
-        metrics = current.last_metrics
-        stats = (
-            f"solve {_fmt(metrics.get('solve_rate'))}  teacher {_fmt(metrics.get('teacher_reward'))}"
-            f"  valid {_fmt(metrics.get('valid_share'))}  best {_fmt(metrics.get('best_rating'))}"
-        )
+        stats = progress_stats(current.last_metrics)
         progress.update(task, completed=current.step_count, stats=stats)
 
     return progress, on_step
@@ -370,6 +363,7 @@ app.command("eval")(eval_command)
 app.command("ciao")(ciao_command)
 app.command("sweep")(sweep_command)
 app.command("compare")(compare_command)
+app.command("export-table")(export_table_command)
 domain_app = typer.Typer(help="Task domains: try one's pipeline without a model.", no_args_is_help=True)
 domain_app.command("check")(domain_check_command)
 app.add_typer(domain_app, name="domain")

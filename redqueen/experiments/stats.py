@@ -7,7 +7,11 @@ Two intervals, each where it keeps its coverage:
   many samples: from n = 2 seeds it is about the range of the two values and covers the mean
   about half the time.
 - :func:`t_ci` (``compare``'s bands and tables, over seeds): Student's t interval of the mean,
-  which keeps its nominal coverage for any n >= 2 when seed means are roughly normal.
+  which keeps its nominal coverage for any n >= 2 when seed means are roughly normal; cut to
+  a metric's range by :func:`within` (rates stay inside [0, 1]).
+
+Tests between conditions: :func:`paired_t_test` when the conditions ran the same seeds,
+:func:`rank_test` (Mann-Whitney U) otherwise, and :func:`holm_adjusted` across the comparisons.
 """
 
 from __future__ import annotations
@@ -164,6 +168,55 @@ def welch_ci(
     half = float(t.ppf(0.5 + confidence / 2, df) * se)
     p_value = float(2 * t.sf(abs(diff) / se, df))
     return Interval(diff, diff - half, diff + half, n, confidence), p_value
+
+
+def within(interval: Interval, bounds: tuple[float, float] | None) -> Interval:
+    """``interval`` cut to ``bounds``, the range the metric cannot leave (``None``: unchanged).
+
+    For a rate the t interval of the mean over seeds can reach below 0 or above 1. Cutting it
+    at the bounds keeps its coverage exactly: the true mean lies inside the bounds, so the part
+    cut away never holds it. Rates averaged over seeds carry no counts, so a Wilson or
+    Clopper-Pearson interval (binomial counts) does not apply to them.
+    """
+    if bounds is None:
+        return interval
+    low, high = bounds
+    return Interval(interval.mean, min(max(interval.low, low), high), max(min(interval.high, high), low),
+                    interval.n, interval.confidence)
+
+
+def paired_t_test(first: Sequence[float], second: Sequence[float]) -> float | None:
+    """Two-sided paired t test p-value (``scipy.stats.ttest_rel``) of matched samples, e.g.
+    two conditions run on the same seeds; ``None`` under two pairs. Identical samples give 1.
+
+    A seed shifts both conditions alike, so the differences of pairs drop that spread where an
+    unpaired test keeps it: five seeds that all favour one condition can reach p < 0.05 paired
+    when a rank test over the same ten values cannot.
+    """
+    from scipy.stats import ttest_rel
+
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    if a.size != b.size:
+        raise ValueError(f"paired_t_test: {a.size} values against {b.size}")
+    if a.size < 2:
+        return None
+    differences = a - b
+    if np.all(differences == differences[0]):  # no spread: t is 0 or infinite
+        return 1.0 if differences[0] == 0 else 0.0
+    return float(ttest_rel(a, b).pvalue)
+
+
+def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values (step-down, family-wise error): reject where the adjusted value
+    is at most alpha, the same decisions as :func:`holm`. ``None`` (no test) stays ``None``
+    and does not count towards the family."""
+    present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (len(present) - rank) * p))
+        adjusted[i] = running
+    return adjusted
 
 
 def holm(p_values: dict[str, float], *, alpha: float = 0.05) -> dict[str, bool]:

@@ -1,6 +1,7 @@
 """``redqueen sweep`` and ``redqueen compare``: seeds, grids and error bars from the command line.
 
-Register with ``app.command("sweep")(sweep_command)`` and ``app.command("compare")(compare_command)``.
+Register with ``app.command("sweep")(sweep_command)``, ``app.command("compare")(compare_command)``
+and ``app.command("export-table")(export_table_command)``.
 Bad input (a malformed ``--grid``, an unknown config key, a path that holds no runs, a metric no
 run logged) exits with status 2 and one line naming it, before any trial starts.
 """
@@ -63,18 +64,37 @@ def sweep_command(
 def compare_command(
     dirs: list[Path] = typer.Argument(..., help="Sweep directories, folders of runs or run directories."),
     metric: list[str] | None = typer.Option(
-        None, "--metric", "-m", help="metrics.jsonl column to compare (repeatable; default best_rating, solve_rate)."
+        None, "--metric", "-m",
+        help="metrics.jsonl column to compare (repeatable; default: the runs' objective headline, "
+             "e.g. heldout_lift, then solve_rate and best_rating).",
     ),
+    window: int = typer.Option(1, "--window", help="Final value: mean of each run's last N logged steps."),
     out: Path | None = typer.Option(None, "--out", help="Output folder (default DIR/compare)."),
 ) -> None:
-    """Draw metrics over time per condition with t bands; table of final values with CIs."""
-    from redqueen.experiments.compare import DEFAULT_METRICS, compare
+    """Draw metrics over time per condition with t bands; final values with CIs; paired tests
+    where seeds match, Holm-corrected."""
+    from redqueen.experiments.compare import compare
     from redqueen.experiments.rundir import RunDirectoryError
 
     try:
-        result = compare(dirs, metrics=list(metric or DEFAULT_METRICS), out=out)
+        result = compare(dirs, metrics=list(metric) if metric else None, out=out, window=window)
     except (ValueError, OSError, RunDirectoryError) as error:
         raise _fail(error) from None
     typer.echo(shown_lines(result.table))
     for path in result.files:
         typer.echo(f"wrote {shown(path)}")
+
+
+def export_table_command(
+    dirs: list[Path] = typer.Argument(..., help="Sweep directories, folders of runs or run directories."),
+    out: Path = typer.Option(..., "--out", help="A .csv file, or .parquet (needs pyarrow)."),
+) -> None:
+    """Write every run's metrics per step, with its configuration keys as columns, as one table."""
+    from redqueen.experiments.analysis import export_table
+    from redqueen.experiments.rundir import RunDirectoryError
+
+    try:
+        path = export_table(dirs, out)
+    except (ValueError, OSError, RunDirectoryError) as error:
+        raise _fail(error) from None
+    typer.echo(f"wrote {shown(path)}")

@@ -17,13 +17,14 @@ from redqueen.experiments.sweep import condition_name, parse_grid
 runner = CliRunner()
 
 
-def _fake_runs(root, values: dict[str, list[list[float]]]):
-    """condition -> per seed, the metric's values at steps 0, 1, 2 ...; written as run directories."""
-    for condition, per_seed in values.items():
+def _fake_runs(root, values: dict[str, list[list[float]]], *, matched: bool = True):
+    """condition -> per seed, the metric's values at steps 0, 1, 2 ...; written as run directories
+    (``matched=False``: each condition on seeds of its own, so the runs cannot be paired)."""
+    for number, (condition, per_seed) in enumerate(values.items()):
         for seed, series in enumerate(per_seed):
             run = RunDirectory(root / condition / f"seed{seed}")
             run.path.mkdir(parents=True)
-            run.write_config({"seed": seed})
+            run.write_config({"seed": seed if matched else 100 * number + seed})
             run.open_logs()
             run.append("metrics", [{"step": step, "best_rating": v} for step, v in enumerate(series)])
             run.close_logs()
@@ -39,7 +40,7 @@ def test_bands_and_final_values_match_a_direct_t_interval(tmp_path):
     rng = np.random.default_rng(7)
     values = {"tournament": rng.normal(1.0, 0.5, (4, 5)).tolist(),
               "nsga2": rng.normal(2.0, 0.5, (4, 5)).tolist()}
-    dirs = _fake_runs(tmp_path, values)
+    dirs = _fake_runs(tmp_path, values, matched=False)
     result = compare(dirs, metrics=["best_rating"], out=tmp_path / "out")
     for band in result.bands["best_rating"]:
         runs = np.array(values[band.condition])
@@ -52,8 +53,9 @@ def test_bands_and_final_values_match_a_direct_t_interval(tmp_path):
         last = np.array(values[final.condition])[:, -1]
         assert final.values == pytest.approx(last.tolist())
         assert (final.interval.low, final.interval.high) == pytest.approx(_direct(last))
-    (a, b, p), = result.tests["best_rating"]
-    assert p == pytest.approx(mannwhitneyu(np.array(values[a])[:, -1], np.array(values[b])[:, -1]).pvalue)
+    (test,) = result.tests["best_rating"]
+    assert test.method == "Mann-Whitney U" and test.p == pytest.approx(
+        mannwhitneyu(np.array(values[test.a])[:, -1], np.array(values[test.b])[:, -1]).pvalue)
     saved = json.loads((tmp_path / "out" / "compare.json").read_text())["best_rating"]
     assert saved["bands"][0]["low"] == pytest.approx(result.bands["best_rating"][0].low)
     assert (tmp_path / "out" / "compare.png").read_bytes()[:4] == b"\x89PNG"
@@ -68,11 +70,11 @@ def test_two_seeds_get_the_right_n_a_caveat_and_intervals_that_cover():
 
     rng = np.random.default_rng(3)
     with tempfile.TemporaryDirectory() as tmp:
-        dirs = _fake_runs(Path(tmp), {"a": [[0.0, 1.0], [0.0, 2.0]], "b": [[0.0, 3.0], [0.0, 5.0]]})
+        dirs = _fake_runs(Path(tmp), {"a": [[0.0, 1.0], [0.0, 2.0]], "b": [[0.0, 3.0], [0.0, 5.0]]}, matched=False)
         compare(dirs, metrics=["best_rating"], out=Path(tmp) / "out")
         table = (Path(tmp) / "out" / "compare.md").read_text()
     assert "n = 3" not in table and "0.1 for" not in table
-    assert "a vs b: p = 0.333 (n = 2 vs 2; smallest possible p 0.333)" in table
+    assert "a vs b: p = 0.333 (Mann-Whitney U, n = 2 vs 2; smallest possible p 0.333; Holm 0.333)" in table
     assert "Caveat: fewer than 5 seeds in a (n = 2), b (n = 2)" in table
     from redqueen.experiments.stats import t_ci
 
@@ -136,7 +138,7 @@ def _sweep_then_compare(tmp_path):
     assert all((run / "metrics.jsonl").read_bytes() == data for run, data in before.items())
     shown = runner.invoke(app, ["compare", str(out), "--metric", "best_rating", "--metric", "solve_rate"])
     assert shown.exit_code == 0, shown.output
-    assert "| evolution.selection=truncation | 3 |" in shown.stdout
+    assert "| selection=truncation | 3 |" in shown.stdout
     bands = json.loads((out / "compare" / "compare.json").read_text())["best_rating"]["bands"]
     for band in bands:
         seeds = [RunDirectory(r).read_log("metrics") for r in groups[band["condition"]]]
@@ -194,4 +196,4 @@ def test_sweep_loads_an_outside_selection_plugin_in_every_trial_then_compare(tmp
         assert RunDirectory(run).read_plugins() == [str(plugin.resolve())]
     shown = runner.invoke(app, ["compare", str(out), "--metric", "best_rating"])
     assert shown.exit_code == 0, shown.output
-    assert "evolution.selection=fitness_uniform_outside" in shown.stdout
+    assert "selection=fitness_uniform_outside" in shown.stdout
