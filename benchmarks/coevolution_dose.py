@@ -204,7 +204,7 @@ def run_row(run_dir: Path) -> dict[str, Any]:
 
     metrics = [r for r in _read_jsonl(run_dir / "metrics.jsonl") if "step" in r]
     dose = answers_per_solver(run_dir)
-    code = (run_dir / CODE_FILE).read_text().split() if (run_dir / CODE_FILE).is_file() else []
+    code = (run_dir / CODE_FILE).read_text().splitlines() if (run_dir / CODE_FILE).is_file() else []
     per_problem = {
         key: np.mean([m["per_problem"][key] for m in trained], axis=0).round(5).tolist()
         for key in ("gold_loglik_change", "random_gold_loglik_change", "sampled_correct", "answer_entropy", "greedy")
