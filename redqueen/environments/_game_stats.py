@@ -1,7 +1,7 @@
 """What one round of the game says about the population: metrics, task rows, match outcomes.
 
 Pure functions of the played tasks (:class:`~redqueen.environments._round.PlayedTask`):
-:func:`step_metrics` for ``metrics.jsonl``, :func:`task_rows` for ``tasks.jsonl``,
+:func:`step_metrics` and :func:`base_lift` for ``metrics.jsonl``, :func:`task_rows` for ``tasks.jsonl``,
 :func:`member_stats` for each member's smoothed statistics and objectives, and
 :func:`match_outcomes` for the ratings.
 """
@@ -19,6 +19,15 @@ from redqueen.environments._round import PlayedTask
 
 def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else 0.0
+
+
+def base_lift(played: Sequence[PlayedTask]) -> float | None:
+    """Mean over the step's probed tasks of the students' solve rate minus the frozen base
+    model's on the same task; ``None`` when no task was probed (the probe is off, or none was
+    valid). A paired, objective measure: ratings only compare members with each other."""
+    lifts = [i.solve_rate - i.base_solve_rate for i in played
+             if i.solve_rate is not None and i.base_solve_rate is not None]
+    return _mean(lifts) if lifts else None
 
 
 def step_metrics(played: Sequence[PlayedTask], task_types: Sequence[str]) -> dict[str, float]:

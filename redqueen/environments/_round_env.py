@@ -28,7 +28,7 @@ from redqueen.environments._domain import (
     save_domain_state,
     summary_column,
 )
-from redqueen.environments._game_stats import match_outcomes, step_metrics, task_rows
+from redqueen.environments._game_stats import base_lift, match_outcomes, step_metrics, task_rows
 from redqueen.environments._league_view import LeagueView
 from redqueen.environments._member_stats import MemberStats
 from redqueen.environments._round import (
@@ -291,8 +291,8 @@ class RoundEnv(LeagueView, Environment):
 
     def _task_space_metrics(self, played: Sequence[PlayedTask]) -> dict[str, float]:
         """Coverage cells (cumulative and new), the base model's mean solve rate on this step's
-        valid tasks, the probe's tokens, and the mean of the domain's summary measures over
-        valid tasks (``domain/<name>/<key>``)."""
+        valid tasks and the students' lift over it (``base_lift``), the probe's tokens, and the
+        mean of the domain's summary measures over valid tasks (``domain/<name>/<key>``)."""
         cells = (self.domain.behaviour_cell(item) for item in played if item.valid)
         fresh = {cell for cell in cells if cell is not None}
         new = fresh - self.cells
@@ -305,6 +305,9 @@ class RoundEnv(LeagueView, Environment):
         }
         if probed:
             metrics["base_solve_rate"] = float(np.mean(probed))
+        lift = base_lift(played)
+        if lift is not None:
+            metrics["base_lift"] = lift
         name = domain_name(self.domain)
         for key in self.domain.summary_keys:
             values = [i.measures[key] for i in played if i.measures]

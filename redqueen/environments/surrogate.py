@@ -8,6 +8,10 @@ output leaves the domain); a student answers ``y`` and is right when ``|y - f*(x
 for a fixed hidden target ``f*``. Rewards have the real shapes (teacher ``1 - rho``, student
 +1 / -0.5 / -1), and one gradient step per step stands in for the RL update: students fit the
 tasks they saw, teachers move toward tasks their student solves half the time.
+
+Ratings only compare members with each other, so every step also logs an objective measure:
+``heldout_solve_rate``, the students' mean solve rate on a fixed held-out task set, the frozen
+base model's on the same set (``base_heldout_solve_rate``) and their difference, ``heldout_lift``.
 """
 
 from __future__ import annotations
@@ -166,8 +170,8 @@ class SurrogateEnv(LeagueView, Environment):
         """A task is valid when every pre-tanh coordinate is finite and within the domain."""
         return torch.isfinite(pre).all(dim=1) & (pre.abs().amax(dim=1) <= self.domain)
 
-    def error(self, genome: LoRAGenome, tasks: torch.Tensor) -> torch.Tensor:
-        """Max-norm error of a student's (noise-free) answers, one per task."""
+    def error(self, genome: LoRAGenome | None, tasks: torch.Tensor) -> torch.Tensor:
+        """Max-norm error of a student's (noise-free) answers, one per task (``None``: the base model's)."""
         return (self.forward(tasks, genome) - self.solution(tasks)).abs().amax(dim=1)
 
     def evaluate(self, genome: LoRAGenome, role: str = "student") -> dict[str, float]:
@@ -387,11 +391,24 @@ class SurrogateEnv(LeagueView, Environment):
                 "complexity": float(task.abs().mean()) if valid else None, "solve_rate": rho,
                 "signature": signature}
 
+    def heldout_solve_rates(self) -> tuple[float, float]:
+        """The living students' mean solve rate on the held-out task set (noise-free answers,
+        as :meth:`evaluate` scores them) and the frozen base model's (no adapter) on the same set."""
+        with torch.no_grad():
+            base = float((self.error(None, self.benchmark) < self.tolerance).float().mean())
+            rates = [float((self.error(s.genome, self.benchmark) < self.tolerance).float().mean())
+                     for s in self.population.members("student")]
+        return _mean(rates), base
+
     def _metrics(self, step: int, rows: list[dict[str, Any]]) -> dict[str, float]:
         valid = [r for r in rows if r["valid"]]
         diversity = self.league.diversity(ROLES)
+        heldout, base = self.heldout_solve_rates()
         return {
             "step": float(step),
+            "heldout_solve_rate": heldout,
+            "base_heldout_solve_rate": base,
+            "heldout_lift": heldout - base,
             "solve_rate": _mean([r["solve_rate"] for r in valid]),
             "teacher_reward": _mean([self.teacher_reward(r["valid"], r["solve_rate"]) for r in rows]),
             "valid_share": len(valid) / max(1, len(rows)),

@@ -11,7 +11,9 @@ progress, scores rise along each row (later solvers are better) and fall down ea
 (later proposers are harder); a cycle shows as bands that return, and disengagement as a
 matrix stuck at 0 or 1.
 
-Writes ``ciao.json`` and ``plots/ciao.png`` into the run directory. Register with
+Writes ``ciao.json`` and ``plots/ciao.png`` into the run directory. ``redqueen plot`` (and the
+end of a run) draws the same matrix with the other plots where playing the matches is cheap
+(the surrogate environments), and from ``ciao.json`` otherwise. Register with
 ``app.command("ciao")(ciao_command)``.
 """
 
@@ -22,7 +24,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import typer
@@ -30,6 +32,9 @@ import typer
 from redqueen.experiments._display import error_line, shown
 from redqueen.experiments._safe_paths import check_links, write_in
 from redqueen.experiments.snapshots import SnapshotMember, read_snapshots
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Seat of each role in a CIAO match: (proposer roles, solver roles) per kind of run.
 _SEATS = ((("teacher",), ("student",)), (("solo",), ("solo",)))
@@ -142,6 +147,29 @@ def ciao_matrix(
     )
 
 
+def ciao_figure(result: CiaoResult) -> Figure:
+    """The CIAO matrix as a heatmap (solver score per cell), drawn without pyplot."""
+    from matplotlib.figure import Figure
+
+    matrix = np.asarray(result.solver_score)
+    size = 2.0 + 0.6 * len(result.steps)
+    fig = Figure(figsize=(size + 1.5, size))
+    ax = fig.subplots()
+    image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis", origin="upper")
+    labels = [str(s) for s in result.steps]
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel(f"{result.solver_role}s frozen at step")
+    ax.set_ylabel(f"{result.proposer_role}s frozen at step")
+    if len(labels) <= 12:
+        for (i, j), value in np.ndenumerate(matrix):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="w" if value < 0.6 else "k", fontsize=8)
+    fig.colorbar(image, ax=ax, label=f"{result.solver_role} score (1 - {result.proposer_role} score)")
+    ax.set_title("CIAO: every generation against every other")
+    fig.tight_layout()
+    return fig
+
+
 def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
     """Write ``ciao.json`` and ``plots/ciao.png``; returns both paths.
 
@@ -150,11 +178,6 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
     Raises:
         UnsafePathError: If ``plots``, ``ciao.json`` or ``plots/ciao.png`` is a link.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     run_path = Path(run_path)
     check_links(run_path, "ciao.json", "plots/ciao.png")  # both refused before either is written
     json_path = write_in(
@@ -164,34 +187,8 @@ def write_ciao(run_path: str | Path, result: CiaoResult) -> tuple[Path, Path]:
             {**asdict(result), "rows": "proposer snapshot", "columns": "solver snapshot"}, indent=1
         ).encode(),
     )
-    matrix = np.asarray(result.solver_score)
-    size = 2.0 + 0.6 * len(result.steps)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
-    image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap="viridis", origin="upper")
-    labels = [str(s) for s in result.steps]
-    ax.set_xticks(range(len(labels)), labels)
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_xlabel(f"{result.solver_role}s frozen at step")
-    ax.set_ylabel(f"{result.proposer_role}s frozen at step")
-    if len(labels) <= 12:
-        for (i, j), value in np.ndenumerate(matrix):
-            ax.text(
-                j,
-                i,
-                f"{value:.2f}",
-                ha="center",
-                va="center",
-                color="w" if value < 0.6 else "k",
-                fontsize=8,
-            )
-    fig.colorbar(
-        image, ax=ax, label=f"{result.solver_role} score (1 - {result.proposer_role} score)"
-    )
-    ax.set_title("CIAO: every generation against every other")
-    fig.tight_layout()
     png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=120)
-    plt.close(fig)
+    ciao_figure(result).savefig(png, format="png", dpi=120)
     plot_path = write_in(run_path, "plots/ciao.png", png.getvalue())
     return json_path, plot_path
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -65,12 +67,15 @@ def _write_run(path, *, with_tasks: bool, objectives: int) -> RunDirectory:
 
 def test_every_plot_is_written_as_png(tmp_path):
     run = _write_run(tmp_path, with_tasks=True, objectives=2)
+    ciao = {"steps": [2, 4], "proposer_role": "teacher", "solver_role": "student", "pairs_per_cell": 2,
+            "seed": 0, "solver_score": [[0.5, 0.75], [0.25, 0.5]]}  # as `redqueen ciao` writes it
+    (run.path / "ciao.json").write_text(json.dumps(ciao))
     report = make_plots(run.path)
     assert report.notes == []
     names = {p.stem for p in report.written}
     assert names == set(PLOTS) >= {"lineage", "diversity", "performance", "complexity", "ratings",
                                    "pareto", "operators", "archive", "learning", "task_measures",
-                                   "coverage", "solve_oscillation"}
+                                   "coverage", "solve_oscillation", "summary", "ciao"}
     for file in report.written:
         assert file.parent == run.plots_dir
         assert file.read_bytes()[:8] == PNG_MAGIC
@@ -80,7 +85,7 @@ def test_plots_without_data_skip_with_a_note(tmp_path):
     run = _write_run(tmp_path, with_tasks=False, objectives=1)
     report = make_plots(run.path, out_dir=tmp_path / "figs")
     skipped = {note.split(":")[0] for note in report.notes}
-    assert skipped == {"complexity", "pareto", "task_measures"}
+    assert skipped == {"complexity", "pareto", "task_measures", "ciao"}
     assert all("skipped" in note for note in report.notes)
     assert (tmp_path / "figs" / "lineage.png").is_file()
 
@@ -136,7 +141,7 @@ def test_single_objective_and_surrogate_runs_skip_pareto_and_complexity(tmp_path
     config["environment"] = {"name": "surrogate"}
     run.write_config(config)
     notes = make_plots(run.path).notes
-    assert {note.split(":")[0] for note in notes} == {"complexity", "pareto"}
+    assert {note.split(":")[0] for note in notes} == {"complexity", "pareto", "ciao"}  # ciao: no snapshots
     assert any("surrogate" in note for note in notes)
 
 
