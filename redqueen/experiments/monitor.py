@@ -79,6 +79,8 @@ class Monitor:
         start_step: int = 0,
     ) -> None:
         self.notes: list[str] = []
+        self._config = dict(config or {})
+        self._last: dict[str, float] = {}
         self._tb = None
         self._wandb = None
         if tensorboard is not False:
@@ -109,6 +111,17 @@ class Monitor:
         for note in self.notes:
             _log.warning(note)
 
+    def _write_hparams(self) -> None:
+        from redqueen.experiments._headline import headline_metric
+        from redqueen.experiments.analysis import flatten_config
+
+        hparams = {k: v for k, v in flatten_config(self._config).items() if v is not None}
+        if not hparams:
+            return
+        headline = headline_metric(self._last)
+        final = {f"final/{k}": self._last[k] for k in (headline, "best_rating") if k in self._last}
+        self._tb.add_hparams(hparams, final, run_name=".")
+
     @property
     def backends(self) -> list[str]:
         """Names of the active backends."""
@@ -117,6 +130,7 @@ class Monitor:
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         """Record one step's numeric metrics (non-numeric and non-finite values are skipped)."""
         scalars = _scalars(metrics)
+        self._last = scalars
         if self._tb is not None:
             for key, value in scalars.items():
                 self._tb.add_scalar(key, value, global_step=step)
@@ -125,8 +139,15 @@ class Monitor:
             self._wandb.log(scalars, step=step)
 
     def close(self) -> None:
-        """Flush and close every backend (safe to call twice)."""
+        """Flush and close every backend (safe to call twice).
+
+        TensorBoard gets the configuration's keys as hyperparameters (its HParams tab, so the
+        runs of a sweep can be filtered and sorted by them) with the last step's objective
+        headline and best rating as the session's metrics (``final/<name>``, apart from the
+        time series); W&B has the configuration from the start.
+        """
         if self._tb is not None:
+            self._write_hparams()
             self._tb.close()
             self._tb = None
         if self._wandb is not None:
