@@ -22,27 +22,67 @@
 
 from __future__ import annotations
 
-from redqueen.environments._code_domain import CodeDomain, CodeSettings
-from redqueen.environments._domain import (
-    ANSWER_STATUSES,
-    DOMAINS,
-    Rejected,
-    TaskDomain,
-    TaskMeasures,
-    difficulty_bin,
-    domain_name,
-    load_domain_state,
-    make_domain,
-    save_domain_state,
-    summary_column,
+import importlib
+from typing import Any
+
+#: Where each public name lives. Nothing is imported until a name is used, so that the
+#: surrogate environment and the games (torch only) never load the language-model stack
+#: (``transformers``) that the co-evolution and self-play environments need.
+_EXPORTS = {
+    "CodeDomain": "_code_domain",
+    "CodeSettings": "_code_domain",
+    "ANSWER_STATUSES": "_domain",
+    "DOMAINS": "_domain",
+    "Rejected": "_domain",
+    "TaskDomain": "_domain",
+    "TaskMeasures": "_domain",
+    "difficulty_bin": "_domain",
+    "domain_name": "_domain",
+    "load_domain_state": "_domain",
+    "make_domain": "_domain",
+    "save_domain_state": "_domain",
+    "summary_column": "_domain",
+    "GameSettings": "_round",
+    "PlayedTask": "_round",
+    "ENVIRONMENTS": "base",
+    "Environment": "base",
+    "StepRecord": "base",
+    "CoevolutionEnv": "coevolution",
+    "GAMES": "games",
+    "GamesEnv": "games",
+    "SelfPlayEnv": "selfplay",
+    "SurrogateEnv": "surrogate",
+    "TaskBuffer": "task_buffer",
+    "complexity_score": "task_buffer",
+    "task_signature": "task_buffer",
+}
+
+#: Modules whose import registers the built-in environments in :data:`ENVIRONMENTS`.
+ENVIRONMENT_MODULES = (
+    "redqueen.environments.coevolution",
+    "redqueen.environments.selfplay",
+    "redqueen.environments.surrogate",
+    "redqueen.environments.games",
 )
-from redqueen.environments._round import GameSettings, PlayedTask
-from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
-from redqueen.environments.coevolution import CoevolutionEnv
-from redqueen.environments.games import GAMES, GamesEnv
-from redqueen.environments.selfplay import SelfPlayEnv
-from redqueen.environments.surrogate import SurrogateEnv
-from redqueen.environments.task_buffer import TaskBuffer, complexity_score, task_signature
+
+#: Names whose registry is only complete once every built-in entry has been imported.
+_REGISTRY_MODULES = {"ENVIRONMENTS": ENVIRONMENT_MODULES, "DOMAINS": ("redqueen.environments._code_domain",)}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'redqueen.environments' has no attribute {name!r}")
+    for registering in _REGISTRY_MODULES.get(name, ()):
+        importlib.import_module(registering)
+    value = getattr(importlib.import_module(f"redqueen.environments.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "ANSWER_STATUSES",

@@ -45,14 +45,9 @@ ROLE_SIZES = {
 }
 
 
-#: Modules whose import registers the built-in environments.
-ENVIRONMENT_MODULES = ("redqueen.environments",)
-
-
 def _import_environments() -> Any:
-    for module in ENVIRONMENT_MODULES:
-        importlib.import_module(module)
-    from redqueen.environments.base import ENVIRONMENTS
+    # The package's ENVIRONMENTS is complete: asking for it imports every built-in environment.
+    from redqueen.environments import ENVIRONMENTS
 
     return ENVIRONMENTS
 
@@ -278,7 +273,6 @@ def check_objective_names(
 
 __all__ = [
     "ALWAYS_READ",
-    "ENVIRONMENT_MODULES",
     "environment_class",
     "keys_read",
     "check_config",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Mapping
-from typing import Any
 
 #: Objective measures, most telling first; a run's headline is the first one it logs.
 HEADLINE_METRICS = ("heldout_lift", "objective_skill", "base_lift")
@@ -59,13 +58,13 @@ def metric_bounds(name: str) -> tuple[float, float] | None:
     return None
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 
 
-def progress_stats(metrics: Mapping[str, Any]) -> str:
+def progress_stats(metrics: Mapping[str, object]) -> str:
     """The progress line's numbers: the headline first, then the step's game, then the
     rating labelled as relative."""
     parts = []

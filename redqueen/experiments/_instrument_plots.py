@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -26,6 +25,7 @@ from redqueen.experiments._plot_base import (
     _number,
     _plot_metric_panels,
     _series,
+    subplots,
 )
 
 #: Columns of ``tasks.jsonl`` drawn by ``task_measures``.
@@ -61,7 +61,7 @@ def plot_task_measures(data: RunData) -> Figure:
     shown = [key for key in TASK_MEASURES if values.get(key)]
     if not shown:
         raise SkipPlot(f"tasks.jsonl has none of {', '.join(TASK_MEASURES)}")
-    figure, axes = plt.subplots(len(shown), 1, figsize=(7, 2.4 * len(shown)), squeeze=False)
+    figure, axes = subplots(len(shown), 1, figsize=(7, 2.4 * len(shown)), squeeze=False)
     for ax, key in zip(axes[:, 0], shown, strict=True):
         for role in sorted(values[key]):
             steps = sorted(values[key][role])
@@ -99,7 +99,7 @@ def plot_solve_oscillation(data: RunData) -> Figure:
     padded = np.pad(rate, (len(kernel) // 2, (len(kernel) - 1) // 2), mode="edge")
     trend = np.convolve(padded, kernel, mode="valid")
     residual = rate - trend
-    figure, axes = plt.subplots(2, 1, figsize=(7, 5), squeeze=False)
+    figure, axes = subplots(2, 1, figsize=(7, 5), squeeze=False)
     top, bottom = axes[0, 0], axes[1, 0]
     top.plot(steps, rate, marker=".", label="solve_rate")
     top.plot(steps, trend, label=f"running mean ({len(kernel)} steps)")

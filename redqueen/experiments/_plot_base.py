@@ -14,19 +14,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from redqueen._registry import Registry  # noqa: E402
-from redqueen.experiments._safe_paths import read_in  # noqa: E402
-from redqueen.experiments.rundir import RunDirectory, RunDirectoryError  # noqa: E402
+from redqueen._registry import Registry
+from redqueen.experiments._safe_paths import read_in
+from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 _log = logging.getLogger(__name__)
 
 ROLE_COLOURS = {"teacher": "tab:red", "student": "tab:blue", "solo": "tab:green"}
+
+
+def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+    """A figure drawn by Agg and its axes, as ``pyplot.subplots`` gives them, without pyplot.
+
+    The figure belongs to no pyplot window list and leaves matplotlib's backend as the user
+    set it, so importing or calling the plots changes nothing in a notebook; it is freed with
+    its last reference. ``kwargs``: ``figsize`` goes to the figure, the rest (``squeeze``,
+    ``sharex``, ...) to :meth:`Figure.subplots`.
+    """
+    figure = Figure(figsize=kwargs.pop("figsize", None))
+    FigureCanvasAgg(figure)
+    return figure, figure.subplots(nrows, ncols, **kwargs)
 
 
 class SkipPlot(Exception):
@@ -124,7 +134,7 @@ def _plot_metric_panels(data: RunData, panels: list[list[str]], title: str) -> F
     if not shown:
         wanted = ", ".join(k for keys in panels for k in keys)
         raise SkipPlot(f"metrics.jsonl has none of {wanted}")
-    figure, axes = plt.subplots(len(shown), 1, figsize=(7, 2.6 * len(shown)), squeeze=False)
+    figure, axes = subplots(len(shown), 1, figsize=(7, 2.6 * len(shown)), squeeze=False)
     for ax, keys in zip(axes[:, 0], shown, strict=True):
         for key in keys:
             ax.plot(*_series(data.metrics, key), marker=".", label=key)

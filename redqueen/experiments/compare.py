@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from redqueen.experiments._conditions import condition_labels
 from redqueen.experiments._display import shown
 from redqueen.experiments._headline import headline_metric, metric_bounds, metric_label
 from redqueen.experiments._safe_paths import check_links, write_in
@@ -208,7 +209,7 @@ def _seeds(runs: Sequence[Path]) -> list[object]:
     return [RunDirectory(run).read_config().get("seed") for run in runs]
 
 
-def _by_seed(final: FinalValues, seeds: Sequence[object]) -> dict[object, float] | None:
+def _by_seed(final: FinalValues, seeds: Sequence[object]) -> dict[str, float] | None:
     """Seed -> final value, when every run has its own seed (else the runs cannot be paired)."""
     if len(final.values) != len(seeds) or None in seeds or len(set(map(repr, seeds))) < len(seeds):
         return None
@@ -275,8 +276,6 @@ def compare(
             ``window`` < 1.
         UnsafePathError: If a run holds a symbolic link, or one stands where an output goes.
     """
-    from redqueen.experiments.analysis import condition_labels
-
     if window < 1:
         raise ValueError(f"--window must be >= 1, got {window}")
     conditions = find_conditions(paths)

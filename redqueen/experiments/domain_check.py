@@ -19,9 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from redqueen.environments import DOMAINS, Rejected, TaskDomain, make_domain
-
 if TYPE_CHECKING:
+    from redqueen.environments import TaskDomain
     from redqueen.verifiers import Executor
 
 __all__ = ["check_domain", "cut_at_stop", "domain_check_command", "resolve_domain"]
@@ -43,6 +42,7 @@ def resolve_domain(name_or_file: str, *, import_plugin: Callable[[str], str]) ->
     Raises:
         ValueError: If the file registers no domain or several, or the name is unknown.
     """
+    from redqueen.environments import DOMAINS  # here, so that `redqueen --help` stays light
     if name_or_file.endswith(".py") or Path(name_or_file).is_file():
         path = Path(import_plugin(name_or_file))
         module = f"redqueen_plugin_{path.stem}"
@@ -90,6 +90,7 @@ def check_domain(
         ValueError: If a setting or a task type is not the domain's.
     """
     from redqueen._params import ParameterError, check_params
+    from redqueen.environments import DOMAINS, make_domain
 
     try:  # worded as configuration loading words it
         check_params(DOMAINS.params(name), dict(params or {}))
@@ -126,6 +127,8 @@ def _try_text(
     domain: TaskDomain[Any, Any, Any], task_type: str, text: str, answers: Sequence[str], sandbox: Any
 ) -> Iterator[str]:
     """The stages from ``parse_proposal`` on, for one text and task type."""
+    from redqueen.environments import Rejected
+
     proposal = domain.parse_proposal(task_type, text)
     if proposal is None:
         yield "  parse_proposal: None (unparseable; the game rejects it as 'unparseable')"

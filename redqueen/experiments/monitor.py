@@ -111,16 +111,16 @@ class Monitor:
         for note in self.notes:
             _log.warning(note)
 
-    def _write_hparams(self) -> None:
+    def _write_hparams(self, writer: Any) -> None:
+        from redqueen.experiments._conditions import flatten_config
         from redqueen.experiments._headline import headline_metric
-        from redqueen.experiments.analysis import flatten_config
 
         hparams = {k: v for k, v in flatten_config(self._config).items() if v is not None}
         if not hparams:
             return
         headline = headline_metric(self._last)
         final = {f"final/{k}": self._last[k] for k in (headline, "best_rating") if k in self._last}
-        self._tb.add_hparams(hparams, final, run_name=".")
+        writer.add_hparams(hparams, final, run_name=".")
 
     @property
     def backends(self) -> list[str]:
@@ -147,7 +147,7 @@ class Monitor:
         time series); W&B has the configuration from the start.
         """
         if self._tb is not None:
-            self._write_hparams()
+            self._write_hparams(self._tb)
             self._tb.close()
             self._tb = None
         if self._wandb is not None:

@@ -17,18 +17,17 @@ from __future__ import annotations
 import io
 import logging
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from redqueen.experiments._plot_base import (  # noqa: E402
+from redqueen.experiments._plot_base import (
     PLOTS,
     ROLE_COLOURS,
     PlotReport,
@@ -38,8 +37,9 @@ from redqueen.experiments._plot_base import (  # noqa: E402
     _plot_metric_panels,
     _series,
     load_run_data,
+    subplots,
 )
-from redqueen.experiments._safe_paths import check_links, write_in  # noqa: E402
+from redqueen.experiments._safe_paths import check_links, write_in
 
 __all__ = ["PLOTS", "PlotReport", "RunData", "SkipPlot", "load_run_data", "make_plots"]
 
@@ -80,9 +80,16 @@ def make_plots(
         figure.tight_layout()
         image = io.BytesIO()
         figure.savefig(image, format="png", dpi=110, bbox_inches="tight")
-        plt.close(figure)
+        _release(figure)
         written.append(write_in(root, f"{folder}/{name}.png" if folder else f"{name}.png", image.getvalue()))
     return PlotReport(written, notes)
+
+
+def _release(figure: Figure) -> None:
+    """Drop a plug-in's pyplot figure from pyplot's window list (ours are not in it)."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close(figure)
 
 
 def _parse_ancestors(text: str) -> list[str]:
@@ -159,7 +166,7 @@ def plot_complexity(data: RunData) -> Figure:
                 sums[key.split("/", 1)[1]][x].append(y)
     if not sums:
         raise SkipPlot("no task types with a complexity in tasks.jsonl or metrics.jsonl")
-    figure, ax = plt.subplots(figsize=(7, 3.5))
+    figure, ax = subplots(figsize=(7, 3.5))
     for task_type in sorted(sums):
         steps = sorted(sums[task_type])
         ax.plot(steps, [np.mean(sums[task_type][s]) for s in steps], marker=".", label=task_type)
@@ -180,7 +187,7 @@ def plot_ratings(data: RunData) -> Figure:
         raise SkipPlot("ratings.jsonl has no rows with mu")
     final_step = max(_number(last[m].get("step")) or 0.0 for m in members)
     members.sort(key=lambda m: (str(last[m].get("role", "")), -float(last[m]["mu"])))
-    figure, (left, right) = plt.subplots(1, 2, figsize=(12, max(3.0, 0.25 * len(members) + 1.5)))
+    figure, (left, right) = subplots(1, 2, figsize=(12, max(3.0, 0.25 * len(members) + 1.5)))
     for y, member in enumerate(members):
         row = last[member]
         colour = ROLE_COLOURS.get(str(row.get("role")), "tab:gray")
@@ -219,7 +226,7 @@ def plot_pareto(data: RunData) -> Figure:
     roles = [r for r in sorted(by_role) if len(_configured_matrix(by_role[r], configured[r]))]
     if not roles:
         raise SkipPlot("config.yaml configures no role with two or more objectives (or ratings.jsonl lacks their values)")
-    figure, axes = plt.subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
+    figure, axes = subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
     for (front_ax, hv_ax), role in zip(axes, roles, strict=True):
         rows = by_role[role]
         names = configured[role]
@@ -277,9 +284,9 @@ def plot_lineage(data: RunData) -> Figure:
     order = sorted(members, key=lambda m: (members[m]["role"], members[m]["origin"], m))
     row_of = {member: y for y, member in enumerate(order)}
     operators = sorted({m["operator"] for m in members.values() if m["parents"]})
-    cmap = plt.get_cmap("Dark2")  # kept apart from the role colours
+    cmap = matplotlib.colormaps["Dark2"]  # kept apart from the role colours
     op_colour = {op: cmap(i % 8) for i, op in enumerate(operators)}
-    figure, ax = plt.subplots(figsize=(9, max(3.0, 0.22 * len(order) + 1.5)))
+    figure, ax = subplots(figsize=(9, max(3.0, 0.22 * len(order) + 1.5)))
     for member, info in members.items():
         y, colour = row_of[member], ROLE_COLOURS.get(info["role"], "tab:gray")
         stop = info["death"] if info["death"] is not None else end
@@ -290,9 +297,9 @@ def plot_lineage(data: RunData) -> Figure:
                 ax.annotate("", xy=(info["origin"], y), xytext=(info["origin"], row_of[parent]),
                             arrowprops={"arrowstyle": "->", "color": op_colour[info["operator"]],
                                         "connectionstyle": "arc3,rad=0.25", "alpha": 0.8})
-    handles = [plt.Line2D([], [], color=c, linewidth=2, label=r) for r, c in ROLE_COLOURS.items()
+    handles = [Line2D([], [], color=c, linewidth=2, label=r) for r, c in ROLE_COLOURS.items()
                if any(m["role"] == r for m in members.values())]
-    handles += [plt.Line2D([], [], color=c, label=f"{op} child") for op, c in op_colour.items()]
+    handles += [Line2D([], [], color=c, label=f"{op} child") for op, c in op_colour.items()]
     ax.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_yticks(range(len(order)), [members[m]["name"] for m in order], fontsize="x-small")
     ax.set_xlabel("step")
@@ -322,7 +329,7 @@ def plot_operators(data: RunData) -> Figure:
               ("mean lifespan (steps)", lambda s: float(np.mean(s["lifespan"]))),
               ("share alive at the end", lambda s: float(np.mean(s["alive"]))),
               ("mean final rating mu", lambda s: float(np.mean(s["mu"])) if s["mu"] else 0.0)]
-    figure, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.5))
+    figure, axes = subplots(1, len(panels), figsize=(3.2 * len(panels), 3.5))
     for ax, (label, value) in zip(axes, panels, strict=True):
         ax.bar(operators, [value(stats[op]) for op in operators], color="tab:purple")
         ax.set_title(label, fontsize="small")
@@ -342,7 +349,7 @@ def plot_archive(data: RunData) -> Figure:
     params = ((data.config.get("evolution") or {}).get("selection_params") or {})
     if any(len(cell) != 3 for role in roles for cell in last[f"archive/{role}"]):
         raise SkipPlot("the archive heatmap needs two-dimensional behaviour descriptors")
-    figure, axes = plt.subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
+    figure, axes = subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
     for (heat_ax, curve_ax), role in zip(axes, roles, strict=True):
         cells = np.asarray(last[f"archive/{role}"], dtype=float).reshape(-1, 3)
         bins = np.broadcast_to(np.asarray(params.get("bins", 10), dtype=int), 2)

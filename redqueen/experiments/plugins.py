@@ -42,7 +42,10 @@ PLUGIN_MODULES = (
     "redqueen.environments.surrogate",
     "redqueen.experiments.plots",
     "redqueen.experiments.config",
-    "redqueen.environments",
+    "redqueen.environments.coevolution",
+    "redqueen.environments.selfplay",
+    "redqueen.environments.games",
+    "redqueen.environments._code_domain",
     "redqueen.experiments.evaluation",
 )
 
