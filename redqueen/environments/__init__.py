@@ -66,7 +66,8 @@ ENVIRONMENT_MODULES = (
 )
 
 #: Names whose registry is only complete once every built-in entry has been imported.
-_REGISTRY_MODULES = {"ENVIRONMENTS": ENVIRONMENT_MODULES, "DOMAINS": ("redqueen.environments._code_domain",)}
+_BUILT_IN_DOMAINS = ("redqueen.environments._code_domain",)
+_REGISTRY_MODULES = {"ENVIRONMENTS": ENVIRONMENT_MODULES, "DOMAINS": _BUILT_IN_DOMAINS, "make_domain": _BUILT_IN_DOMAINS}
 
 
 def __getattr__(name: str) -> Any:

@@ -62,7 +62,7 @@ def build_domain(cfg: ExperimentConfig) -> Any:
     Raises:
         ConfigError: If the domain is not registered or a parameter does not fit it.
     """
-    from redqueen.environments._domain import make_domain
+    from redqueen.environments import make_domain
 
     env = cfg.environment
     try:
@@ -136,7 +136,7 @@ def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[st
             cpus_per_worker=engine.cpus_per_worker,
             gpus_per_worker=engine.gpus_per_worker,
             placement=engine.placement,
-            cpu_threads=model.cpu_threads,
+            cpu_threads=None if model.cpu_threads == "auto" else model.cpu_threads,  # per worker CPUs
         )
     except ClusterError as error:
         raise ConfigError(f"engine: {error}") from None
@@ -281,7 +281,9 @@ def build_environment(cfg: ExperimentConfig) -> Any:
     if cfg.model.cpu_threads is not None and not cfg.model.device.startswith("cuda"):
         import torch
 
-        torch.set_num_threads(cfg.model.cpu_threads)
+        from redqueen.experiments._cpu import resolve_cpu_threads
+
+        torch.set_num_threads(resolve_cpu_threads(cfg.model.cpu_threads))
     cls = environment_class(cfg)
     name = cfg.environment.name
     if not was_checked(cfg):  # start_run checks before making the run directory: not twice

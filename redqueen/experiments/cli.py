@@ -26,12 +26,12 @@ from rich.progress import (
     Progress,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 
 from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments._display import EscapingFormatter, error_line, shown
+from redqueen.experiments._run_lines import MeanStepTimeLeft, first_line, last_line
 from redqueen.experiments._headline import progress_stats
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.domain_check import domain_check_command
@@ -153,16 +153,19 @@ def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..
         MofNCompleteColumn(),
         TextColumn("{task.fields[stats]}"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        MeanStepTimeLeft(),
         console=console,
     )
     task = progress.add_task(
-        escape(shown(runner.run_dir.path.name)), total=runner.steps, completed=runner.step_count, stats=""
+        escape(shown(runner.run_dir.path.name)), total=runner.steps, completed=runner.step_count, stats="",
+        mean_step=None,
     )
+    started, first_step = time.perf_counter(), runner.step_count
 
     def on_step(record: Any, current: Any) -> None:
         stats = progress_stats(current.last_metrics)
-        progress.update(task, completed=current.step_count, stats=stats)
+        mean_step = (time.perf_counter() - started) / max(1, current.step_count - first_step)
+        progress.update(task, completed=current.step_count, stats=stats, mean_step=mean_step)
 
     return progress, on_step
 
@@ -195,7 +198,7 @@ def _drive(runner: Any) -> None:
             err=True,
         )
         raise typer.Exit(EXIT_TERMINATED if result.stop_signal == signal.SIGTERM else EXIT_INTERRUPTED)
-    typer.echo(f"run complete: {result.steps_done} steps in {shown(result.path)}")
+    typer.echo(last_line(result.path, result.steps_done, runner.plots))
 
 
 def _run_failure(runner: Any, error: BaseException) -> str:
@@ -248,6 +251,7 @@ def run_command(
     ),
 ) -> None:
     """Start an experiment and write its run directory."""
+    from redqueen.experiments._config_checks import check_config
     from redqueen.experiments.config import load_config
     from redqueen.experiments.runner import start_run
 
@@ -255,7 +259,9 @@ def run_command(
         load_plugins()  # before the config: it may name a plug-in's domain, operator, ...
         recorded = [import_plugin(spec) for spec in plugins or ()]
         config = load_config(preset_or_yaml, list(overrides or ()))
+        check_config(config)  # bad input is one line, with no first line before it
         target = out if out is not None else _default_out(preset_or_yaml)
+        typer.echo(first_line(target, config.logging))  # before the model loads
         runner = start_run(config, target, plots=plots, plugins=recorded)
     _drive(runner)
 
@@ -292,6 +298,7 @@ def resume_command(
         load_plugins()
         if run_dir.is_dir():
             _import_confirmed_plugins(run_dir, trust_plugins, list(plugins or ()))
+            typer.echo(first_line(run_dir, None, resuming=True))  # before the model loads
         runner = resume_run(run_dir, plots=plots, steps=steps, trust_remote=trust_remote)
     _drive(runner)
 

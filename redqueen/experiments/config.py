@@ -15,15 +15,16 @@ own keys are merged over the base's, recursively.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from redqueen._registry import Registry
 from redqueen.experiments._defaults import class_defaults, defaults_from, runtime_default
@@ -106,7 +107,8 @@ class ModelConfig(_Section):
         cpu_threads: Torch intra-op threads for CPU runs (process-wide; ``None`` keeps torch's
             default). On a quiet 2-core machine two threads run a ``tiny`` step faster than
             one (``benchmarks/README.md``); on a busy one extra threads mostly wait for each
-            other.
+            other, so ``"auto"`` takes one thread per core that other processes leave free,
+            measured as the run starts (:mod:`._cpu`), and warns when none is.
     """
 
     name: str = "tiny-coder"
@@ -114,7 +116,21 @@ class ModelConfig(_Section):
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
     target_modules: tuple[str, ...] | None = None
-    cpu_threads: int | None = Field(None, ge=1, le=1024)
+    cpu_threads: int | Literal["auto"] | None = None
+
+    @field_validator("cpu_threads", mode="before")
+    @classmethod
+    def _thread_count(cls, value: object) -> object:
+        # One message for every wrong value (a union would name its members in the location).
+        if value is None or value == "auto":
+            return value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("Input should be a number of threads or 'auto'")
+        if value < 1:
+            raise ValueError("Input should be greater than or equal to 1")
+        if value > 1024:
+            raise ValueError("Input should be less than or equal to 1024")
+        return value
 
 
 #: Where each mirrored section's defaults are written (read by :mod:`._defaults`, not imported).
@@ -245,7 +261,7 @@ def _domain_settings(name: str, params: Mapping[str, Any]) -> tuple[dict[str, An
             a parameter its settings model refuses.
     """
     from redqueen._registry import ParameterError, UnknownNameError
-    from redqueen.environments._domain import DOMAINS  # the package's import registers "code"
+    from redqueen.environments import DOMAINS  # asking the package for it registers "code"
 
     try:
         domain = DOMAINS[name]
@@ -568,11 +584,31 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
     return result
 
 
+def _section_keys(path: Sequence[object]) -> list[str]:
+    """The keys of the section at ``path`` (e.g. ``("evolution",)``), or ``[]`` if it is none."""
+    model: type[BaseModel] = ExperimentConfig
+    for part in path:
+        field = model.model_fields.get(str(part))
+        sections = [t for t in (field.annotation, *get_args(field.annotation)) if field is not None
+                    and isinstance(t, type) and issubclass(t, BaseModel)]
+        if not sections:
+            return []
+        model = sections[0]
+    return list(model.model_fields)
+
+
+def _unknown_key(loc: tuple[object, ...]) -> str:
+    """``"<key>: unknown key"``, with the section's closest key when one is near (a typo)."""
+    name = ".".join(str(part) for part in loc)
+    close = difflib.get_close_matches(str(loc[-1]), _section_keys(loc[:-1]), n=1)
+    return f"{name}: unknown key" + (f" (did you mean {close[0]}?)" if close else "")
+
+
 def _describe(error: ValidationError) -> str:
     first = error.errors()[0]
     loc = ".".join(str(part) for part in first["loc"]) or "<top level>"
     if first["type"] == "extra_forbidden":
-        return f"{loc}: unknown key"
+        return _unknown_key(tuple(first["loc"]))
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "value_error" and _FIELD_MESSAGE.match(message):
         # Section validators name the field inside the section: "operators.x: ...".

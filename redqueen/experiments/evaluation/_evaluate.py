@@ -181,7 +181,9 @@ def evaluate_contestants(
     threads = torch.get_num_threads()
     try:
         if cpu_threads and str(getattr(host, "device", device)).startswith("cpu"):
-            torch.set_num_threads(int(cpu_threads))
+            from redqueen.experiments._cpu import resolve_cpu_threads
+
+            torch.set_num_threads(resolve_cpu_threads(cpu_threads) or threads)
         texts = _generate(host, suite, prompts, adapter_ids, max_new_tokens, batch_size)
     finally:
         torch.set_num_threads(threads)
