@@ -1,11 +1,14 @@
-"""Sweeps: a grid of configurations times seeds, run as Ray Tune trials (``redqueen sweep``).
+"""Sweeps: a grid of configurations times seeds, run as Ray Tune trials (``redqueen sweep``),
+or one after another in this process when Ray is not installed.
 
 Each trial is one ordinary run directory, ``<out>/<condition>/seed<k>/``, written by the same
 runner as ``redqueen run``, so ``plot``, ``resume``, ``eval`` and ``compare`` read it as they
 read any run. ``<out>/sweep.json`` records the grid, the seeds and where every trial lives.
 Running the same sweep again continues it: finished trials are kept, interrupted ones resume
 from their latest checkpoint, missing ones start. Ray runs on the local machine unless an
-address is given (``--address ray://head:10001`` or ``auto``); trials need one CPU each.
+address is given (``--address ray://head:10001`` or ``auto``); trials need one CPU each. Ray
+runs quietly: no progress tables, no loggers of its own (so no TensorBoard hint at its folder);
+one line per finished trial says how many are done, with or without Ray.
 
 A sweep directory is data like a run directory: ``sweep.json`` may name only folders inside
 it, no condition or trial folder may be a symbolic link (checked before any trial starts), and
@@ -283,10 +286,61 @@ def run_sweep(
         check_links(out, MANIFEST, *(t.path.relative_to(out) for t in trials))
     out.mkdir(parents=True, exist_ok=True)
     write_manifest(out, source, grid, seeds, overrides, trials, plugins)
+    _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
+    try:
+        import ray.tune  # noqa: F401
+    except ImportError:
+        _log.info("Ray is not installed: the trials run one after another "
+                  "(pip install 'redqueen[ray]' runs them side by side)")
+        _run_in_turn(source, trials, plots=plots, plugins=plugins)
+    else:
+        _run_on_ray(source, trials, address=address, cpus_per_trial=cpus_per_trial,
+                    max_concurrent=max_concurrent, plots=plots, plugins=plugins, out=out)
+    groups: dict[str, list[Path]] = {}
+    for trial in trials:
+        groups.setdefault(trial.condition, []).append(trial.path)
+    return groups
+
+
+def _trial_done(done: int, total: int, label: str) -> None:
+    _log.info("trials done: %d/%d (%s)", done, total, label)
+
+
+def _run_in_turn(source: str, trials: Sequence[Trial], *, plots: bool, plugins: Sequence[str]) -> None:
+    """Every trial in this process, one after another (the sweep without Ray).
+
+    Raises:
+        RuntimeError: If a trial fails (its run directory is named).
+        ValueError: If SIGINT or SIGTERM stopped a trial (checkpointed; the same command continues).
+    """
+    for done, trial in enumerate(trials, 1):
+        try:
+            metrics = run_trial(source, trial.overrides, trial.path, plots=plots, plugins=plugins)
+        except (ValueError, OSError):
+            raise
+        except Exception as error:
+            raise RuntimeError(f"sweep trial {trial.path} failed: {type(error).__name__}: {error}") from None
+        if not metrics["complete"]:
+            raise ValueError(f"sweep stopped in trial {trial.path} after {done - 1} of {len(trials)} trials "
+                             "(checkpoint written); run the same command again to continue")
+        _trial_done(done, len(trials), f"{trial.condition} seed {trial.seed}")
+
+
+def _run_on_ray(source: str, trials: Sequence[Trial], *, address: str | None, cpus_per_trial: float,
+                max_concurrent: int, plots: bool, plugins: Sequence[str], out: Path) -> None:
+    """Every trial as a Ray Tune trial; Tune's own output and loggers are off."""
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the legacy reporter at verbose=0 prints nothing
+    os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")  # no CSV/JSON/TensorBoard in .tune
     import ray
     from ray import tune
 
-    _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
+    class _Progress(tune.Callback):
+        done = 0
+
+        def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+            self.done += 1
+            _trial_done(self.done, len(trials), Path(trial.config["trial"]["path"]).relative_to(out).as_posix())
+
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
@@ -301,7 +355,8 @@ def run_sweep(
             ])},
             tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent or None, reuse_actors=True,
                                         trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"),
-            run_config=tune.RunConfig(name="tune", storage_path=str(out / ".tune"), verbose=0),
+            run_config=tune.RunConfig(name="tune", storage_path=str(out / ".tune"), verbose=0,
+                                      callbacks=[_Progress()]),
         )
         results = tuner.fit()
     finally:
@@ -314,10 +369,6 @@ def run_sweep(
         assert config is not None  # Tune reports every trial with the config it ran
         path = config["trial"]["path"]
         raise RuntimeError(f"sweep trial {path} failed: {type(failed[0].error).__name__}: {failed[0].error}")
-    groups: dict[str, list[Path]] = {}
-    for trial in trials:
-        groups.setdefault(trial.condition, []).append(trial.path)
-    return groups
 
 
 def _env_for_workers() -> dict[str, str]:
