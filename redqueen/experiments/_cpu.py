@@ -103,11 +103,8 @@ def busy_warning(load: CpuLoad) -> str | None:
     """One line when other processes leave less than half a core free, else ``None``."""
     if load.free >= BUSY_BELOW:
         return None
-    average = f", load average {load.load1:.1f}" if load.load1 is not None else ""
-    return (
-        f"the machine is busy: other processes use {load.busy:.1f} of {load.cores} cores{average}; "
-        "steps will be slower than on a quiet machine"
-    )
+    average = f" (load {load.load1:.1f})" if load.load1 is not None else ""
+    return f"machine busy: others use {load.busy:.1f} of {load.cores} cores{average}; steps run slower"
 
 
 def resolve_cpu_threads(setting: int | str | None) -> int | None:
