@@ -13,7 +13,9 @@ Measures, all in one run with the same number of parallel workers (default 2):
 - with ``--before PATH``: the executor of an unchanged checkout at ``PATH`` (imported through
   ``PYTHONPATH`` in a subprocess) against this checkout's, each in its own subprocess on the
   same programs, alternating within every round, so that a change to the sandbox is priced
-  against the code it replaces in the same run.
+  against the code it replaces in the same run; besides checks per second it records the
+  CPU milliseconds per check of the host, its fork servers and their children (from
+  ``/proc``), which a busy machine disturbs less than the wall clock.
 
 Variants alternate in interleaved rounds so that all see the same machine load. Programs are
 small functions like those teachers propose. Before timing, the run confirms that
@@ -39,6 +41,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 from redqueen.verifiers import Executor, validate_program
 
@@ -136,16 +140,32 @@ def isolation_intact(executor: Executor) -> bool:
         return not any(r.ok for r in results) and not os.path.exists(target)
 
 
-def executor_rate(checks: int, round_index: int, rounds: int, workers: int) -> float:
-    """Checks per second of the importable executor on one round's share of the programs."""
+def _tree_cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds of this process, and of ``pids`` with the children they reaped (``/proc``)."""
+    own = os.times()
+    total = own.user + own.system
+    ticks = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        total += sum(int(x) for x in fields[11:15]) / ticks  # utime stime cutime cstime
+    return total
+
+
+def executor_rate(checks: int, round_index: int, rounds: int, workers: int) -> tuple[float, float]:
+    """Checks per second of the importable executor on one round's share of the programs, and
+    CPU milliseconds per check of the host, its fork servers and their children."""
     pairs = make_pairs(checks)[round_index::rounds]
     with Executor(workers=workers, timeout=5.0) as executor:
         executor.execute_many(pairs[: 4 * workers])  # warm the servers
+        pids = [server.pid for server in executor._servers]
+        cpu = _tree_cpu_seconds(pids)
         start = time.perf_counter()
         results = executor.execute_many(pairs)
         elapsed = time.perf_counter() - start
+        cpu = _tree_cpu_seconds(pids) - cpu
     assert all(res.ok for res in results), next(res.error for res in results if not res.ok)
-    return rate(len(pairs), elapsed)
+    return rate(len(pairs), elapsed), 1000 * cpu / len(pairs)
 
 
 def before_after(before: Path, checks: int, rounds: int, workers: int) -> dict:
@@ -153,6 +173,7 @@ def before_after(before: Path, checks: int, rounds: int, workers: int) -> dict:
     script = str(Path(__file__).resolve())
     roots = {"before": before.resolve(), "after": Path(__file__).resolve().parents[1]}
     seconds = dict.fromkeys(roots, 0.0)
+    cpu_ms: dict[str, list[float]] = {name: [] for name in roots}
     per_round = []
     for r in range(rounds):
         order = ("before", "after") if r % 2 == 0 else ("after", "before")
@@ -167,7 +188,9 @@ def before_after(before: Path, checks: int, rounds: int, workers: int) -> dict:
                 cwd=tempfile.gettempdir(),
                 check=True,
             )
-            rates[name] = float(done.stdout.strip().splitlines()[-1])
+            measured, cpu = done.stdout.strip().splitlines()[-1].split()
+            rates[name] = float(measured)
+            cpu_ms[name].append(float(cpu))
             seconds[name] += len(make_pairs(checks)[r::rounds]) / rates[name]
         per_round.append(round(rates["after"] / rates["before"], 3))
     commit = subprocess.run(
@@ -177,11 +200,16 @@ def before_after(before: Path, checks: int, rounds: int, workers: int) -> dict:
     ).stdout.strip()
     before_rate, after_rate = rate(checks, seconds["before"]), rate(checks, seconds["after"])
     ratio = after_rate / before_rate
+    cpu_median = {name: float(np.median(values)) for name, values in cpu_ms.items()}
     return {
         "before_commit": commit or None,
         "checks_per_second": {"before": round(before_rate, 1), "after": round(after_rate, 1)},
         "after_vs_before": round(ratio, 3),
         "after_vs_before_per_round": per_round,
+        "after_vs_before_median_round": round(float(np.median(per_round)), 3),
+        "cpu_ms_per_check_median": {k: round(v, 3) for k, v in cpu_median.items()},
+        "cpu_ms_per_check_per_round": {k: [round(x, 3) for x in v] for k, v in cpu_ms.items()},
+        "before_vs_after_cpu": round(cpu_median["before"] / cpu_median["after"], 3),
         "target": "after >= 0.9x before",
         "target_met": bool(ratio >= 0.9),
     }
@@ -202,7 +230,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", type=Path, default=RESULTS / "verifier.json")
     args = parser.parse_args(argv)
     if args.executor_only is not None:  # one side of --before, run in a subprocess
-        print(executor_rate(args.checks, args.executor_only, args.rounds, args.workers))
+        print(*executor_rate(args.checks, args.executor_only, args.rounds, args.workers))
         return {}
 
     pairs = make_pairs(args.checks)
