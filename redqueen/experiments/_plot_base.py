@@ -12,8 +12,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
+import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -26,17 +28,44 @@ _log = logging.getLogger(__name__)
 ROLE_COLOURS = {"teacher": "tab:red", "student": "tab:blue", "solo": "tab:green"}
 
 
-def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+# One panel gives one Axes, as pyplot's does (the overlap with the general form is intended).
+@overload
+def subplots(  # type: ignore[overload-overlap]
+    nrows: Literal[1] = 1,
+    ncols: Literal[1] = 1,
+    *,
+    figsize: tuple[float, float] | None = None,
+    squeeze: Literal[True] = True,
+) -> tuple[Figure, Axes]: ...
+
+
+@overload
+def subplots(
+    nrows: int,
+    ncols: int = 1,
+    *,
+    figsize: tuple[float, float] | None = None,
+    squeeze: bool = True,
+) -> tuple[Figure, np.ndarray]: ...
+
+
+def subplots(
+    nrows: int = 1,
+    ncols: int = 1,
+    *,
+    figsize: tuple[float, float] | None = None,
+    squeeze: bool = True,
+) -> tuple[Figure, Axes | np.ndarray]:
     """A figure drawn by Agg and its axes, as ``pyplot.subplots`` gives them, without pyplot.
 
     The figure belongs to no pyplot window list and leaves matplotlib's backend as the user
     set it, so importing or calling the plots changes nothing in a notebook; it is freed with
-    its last reference. ``kwargs``: ``figsize`` goes to the figure, the rest (``squeeze``,
-    ``sharex``, ...) to :meth:`Figure.subplots`.
+    its last reference. With ``squeeze`` (the default) one panel comes back as one ``Axes``,
+    several as an array of them.
     """
-    figure = Figure(figsize=kwargs.pop("figsize", None))
+    figure = Figure(figsize=figsize)
     FigureCanvasAgg(figure)
-    return figure, figure.subplots(nrows, ncols, **kwargs)
+    return figure, figure.subplots(nrows, ncols, squeeze=squeeze)
 
 
 class SkipPlot(Exception):
@@ -96,7 +125,9 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
             text = read_in(run_dir.path, run_dir.lineage_path.name).decode("utf-8")
             lineage = list(csv.DictReader(io.StringIO(text, newline="")))
         except (UnicodeDecodeError, csv.Error) as error:
-            raise RunDirectoryError(f"{run_dir.lineage_path}: not a readable CSV file ({error})") from None
+            raise RunDirectoryError(
+                f"{run_dir.lineage_path}: not a readable CSV file ({error})"
+            ) from None
         if lineage and "id" not in lineage[0]:
             raise RunDirectoryError(f"{run_dir.lineage_path}: no 'id' column, not a lineage file")
         lineage = [row for row in lineage if row.get("id")]

@@ -113,7 +113,9 @@ def _construct(cls: type, cfg: ExperimentConfig, kwargs: dict[str, Any]) -> Any:
         message = str(error.args[0]) if error.args else str(error)
         if isinstance(error, OSError):
             raise ConfigError(f"model.name: {message}") from None
-        raise ConfigError(f"environment: cannot build {cfg.environment.name!r}: {message}") from None
+        raise ConfigError(
+            f"environment: cannot build {cfg.environment.name!r}: {message}"
+        ) from None
 
 
 def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +138,9 @@ def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[st
             cpus_per_worker=engine.cpus_per_worker,
             gpus_per_worker=engine.gpus_per_worker,
             placement=engine.placement,
-            cpu_threads=None if model.cpu_threads == "auto" else model.cpu_threads,  # per worker CPUs
+            cpu_threads=None
+            if model.cpu_threads == "auto"
+            else model.cpu_threads,  # per worker CPUs
         )
     except ClusterError as error:
         raise ConfigError(f"engine: {error}") from None
@@ -146,15 +150,30 @@ def _with_cluster_host(cfg: ExperimentConfig, kwargs: dict[str, Any]) -> dict[st
 
 
 _CODE_GAME_READS = (
-    "seed", "model", "environment", "evolution", "learner", "sampling", "engine",
-    "population.rank", "population.alpha", "population.init", "population.init_std",
+    "seed",
+    "model",
+    "environment",
+    "evolution",
+    "learner",
+    "sampling",
+    "engine",
+    "population.rank",
+    "population.alpha",
+    "population.init",
+    "population.init_std",
 )
 
 
 @builder(
     "coevolution",
-    reads=(*_CODE_GAME_READS, "population.teachers", "population.students", "matchmaking",
-           "objectives.teacher", "objectives.student"),
+    reads=(
+        *_CODE_GAME_READS,
+        "population.teachers",
+        "population.students",
+        "matchmaking",
+        "objectives.teacher",
+        "objectives.student",
+    ),
 )
 def _build_coevolution(cfg: ExperimentConfig) -> Any:
     from redqueen.environments.coevolution import CoevolutionEnv
@@ -193,14 +212,36 @@ def _build_selfplay(cfg: ExperimentConfig) -> Any:
 
 #: What the surrogate and the games read besides ``environment.options``.
 _SURROGATE_READS = (
-    "seed", "population.teachers", "population.students", "population.rank", "population.alpha",
-    "population.init", "population.init_std", "evolution", "matchmaking",
-    "environment.tasks_per_teacher", "environment.answers_per_task", "environment.teacher_reward",
-    "environment.student_reward", "objectives.teacher", "objectives.student",
+    "seed",
+    "population.teachers",
+    "population.students",
+    "population.rank",
+    "population.alpha",
+    "population.init",
+    "population.init_std",
+    "evolution",
+    "matchmaking",
+    "environment.tasks_per_teacher",
+    "environment.answers_per_task",
+    "environment.teacher_reward",
+    "environment.student_reward",
+    "objectives.teacher",
+    "objectives.student",
 )
 _SURROGATE_SETTINGS = (
-    "seed", "teachers", "students", "rank", "alpha", "init", "init_std", "replacement",
-    "matchmaker", "tasks_per_teacher", "answers_per_task", "teacher_reward", "student_reward",
+    "seed",
+    "teachers",
+    "students",
+    "rank",
+    "alpha",
+    "init",
+    "init_std",
+    "replacement",
+    "matchmaker",
+    "tasks_per_teacher",
+    "answers_per_task",
+    "teacher_reward",
+    "student_reward",
     "objectives",
 )
 
@@ -215,7 +256,9 @@ def _build_surrogate(cfg: ExperimentConfig) -> Any:
         return SurrogateEnv(**{**kwargs, **options})
     except (TypeError, ValueError, KeyError) as error:
         message = str(error.args[0]) if error.args else str(error)
-        raise ConfigError(f"environment: cannot build {cfg.environment.name!r}: {message}") from error
+        raise ConfigError(
+            f"environment: cannot build {cfg.environment.name!r}: {message}"
+        ) from error
 
 
 def _options(cfg: ExperimentConfig, cls: type) -> dict[str, Any]:
@@ -227,9 +270,7 @@ def _options(cfg: ExperimentConfig, cls: type) -> dict[str, Any]:
     """
     import inspect
 
-    own = {
-        p.name for p in inspect.signature(cls).parameters.values() if p.kind is p.KEYWORD_ONLY
-    }
+    own = {p.name for p in inspect.signature(cls).parameters.values() if p.kind is p.KEYWORD_ONLY}
     options = dict(cfg.environment.options)
     for key in options:
         if key not in own:
@@ -255,7 +296,9 @@ def _check_device(cfg: ExperimentConfig) -> None:
     try:
         device = torch.device(cfg.model.device)
     except (RuntimeError, ValueError) as error:
-        raise ConfigError(f"model.device: {cfg.model.device!r} is not a torch device ({error})") from None
+        raise ConfigError(
+            f"model.device: {cfg.model.device!r} is not a torch device ({error})"
+        ) from None
     if device.type == "cuda" and cfg.engine.workers < 1 and not torch.cuda.is_available():
         raise ConfigError(
             f"model.device: {cfg.model.device!r}, but torch {torch.__version__} sees no CUDA device"
@@ -283,7 +326,9 @@ def build_environment(cfg: ExperimentConfig) -> Any:
 
         from redqueen.experiments._cpu import resolve_cpu_threads
 
-        torch.set_num_threads(resolve_cpu_threads(cfg.model.cpu_threads))
+        threads = resolve_cpu_threads(cfg.model.cpu_threads)
+        if threads is not None:
+            torch.set_num_threads(threads)
     cls = environment_class(cfg)
     name = cfg.environment.name
     if not was_checked(cfg):  # start_run checks before making the run directory: not twice

@@ -31,8 +31,8 @@ from rich.progress import (
 from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments._display import EscapingFormatter, error_line, shown
-from redqueen.experiments._run_lines import MeanStepTimeLeft, first_line, last_line
 from redqueen.experiments._headline import progress_stats
+from redqueen.experiments._run_lines import MeanStepTimeLeft, first_line, last_line
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.domain_check import domain_check_command
 from redqueen.experiments.evaluation.command import eval_command

@@ -49,7 +49,9 @@ class _Section(BaseModel):
     that may turn a string into a number (``float("1e400")`` is ``inf``), so there a string
     that reads as a non-finite number is refused as well."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
     #: Fields holding free-form mappings, whose numeric strings are checked too.
     _FREE_FORM: ClassVar[tuple[str, ...]] = ()
 
@@ -228,8 +230,12 @@ class EnvironmentConfig(_Section):
     answers_per_task: int = Field(default_factory=_game("answers_per_task"), ge=1, le=10_000)
     references: int = Field(default_factory=_game("references"), ge=0, le=1_000)
     buffer_size: int = Field(default_factory=_game("buffer_size"), ge=1, le=10_000_000)
-    propose_max_new_tokens: int = Field(default_factory=_game("propose_max_new_tokens"), ge=1, le=1_000_000)
-    solve_max_new_tokens: int = Field(default_factory=_game("solve_max_new_tokens"), ge=1, le=1_000_000)
+    propose_max_new_tokens: int = Field(
+        default_factory=_game("propose_max_new_tokens"), ge=1, le=1_000_000
+    )
+    solve_max_new_tokens: int = Field(
+        default_factory=_game("solve_max_new_tokens"), ge=1, le=1_000_000
+    )
     base_probe_answers: int = Field(default_factory=_game("base_probe_answers"), ge=0, le=10_000)
     teacher_reward: TeacherRewardConfig = TeacherRewardConfig()
     student_reward: StudentRewardConfig = StudentRewardConfig()
@@ -253,7 +259,9 @@ class EnvironmentConfig(_Section):
         return self
 
 
-def _domain_settings(name: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _domain_settings(
+    name: str, params: Mapping[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """A registered domain's settings filled from ``params`` (as plain data), and its task types.
 
     Raises:
@@ -270,7 +278,9 @@ def _domain_settings(name: str, params: Mapping[str, Any]) -> tuple[dict[str, An
     try:  # worded as operator and selection parameters are: "key: unknown parameter (known: ...)"
         DOMAINS.validate(name, params)
     except ParameterError as error:
-        raise ValueError(f"domain_params.{error}" if error.key else f"domain_params: {error}") from None
+        raise ValueError(
+            f"domain_params.{error}" if error.key else f"domain_params: {error}"
+        ) from None
     settings = domain.settings_model.model_validate(dict(params))
     return settings.model_dump(mode="json"), tuple(domain.task_types)
 
@@ -490,7 +500,9 @@ for _path in sorted(PRESET_DIR.glob("*.yaml")):
 def _read_yaml(path: Path, label: str) -> dict[str, Any]:
     try:
         if path.stat().st_size > MAX_BYTES:
-            raise ConfigError(f"{label}: {path.stat().st_size} bytes, more than a configuration may have ({MAX_BYTES})")
+            raise ConfigError(
+                f"{label}: {path.stat().st_size} bytes, more than a configuration may have ({MAX_BYTES})"
+            )
         data = safe_load(path.read_text())
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
@@ -589,8 +601,13 @@ def _section_keys(path: Sequence[object]) -> list[str]:
     model: type[BaseModel] = ExperimentConfig
     for part in path:
         field = model.model_fields.get(str(part))
-        sections = [t for t in (field.annotation, *get_args(field.annotation)) if field is not None
-                    and isinstance(t, type) and issubclass(t, BaseModel)]
+        if field is None:
+            return []
+        sections = [
+            t
+            for t in (field.annotation, *get_args(field.annotation))
+            if isinstance(t, type) and issubclass(t, BaseModel)
+        ]
         if not sections:
             return []
         model = sections[0]
