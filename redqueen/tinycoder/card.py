@@ -54,7 +54,7 @@ def check_targets(summary: dict) -> list[TargetCheck]:
         checks.append(TargetCheck(f"{t} solved at T=1", f"{s:.3f}", "0.3-0.6", 0.3 <= s <= 0.6))
         p = rates["pass_at_k"][t]
         checks.append(TargetCheck(f"{t} pass@{k}", f"{p:.3f}", ">= 0.8", p >= 0.8))
-    for t, v in (rates.get("new_valid_share") or {}).items():
+    for t, v in _valid_and_new(summary).items():
         checks.append(TargetCheck(f"{t} valid-and-new proposals", _pct(v), ">= 60%", v >= 0.60))
     p = rates["pass_at_k"]["code_f"]
     checks.append(TargetCheck(f"code_f pass@{k}", f"{p:.3f}", ">= 0.1", p >= 0.1))
@@ -147,18 +147,20 @@ def _rates_table(rates: dict) -> str:
     return head + rows + by_level
 
 
-def write_model_card(folder: str | Path, summary: dict, *, notes: str = "") -> Path:
+def write_model_card(folder: str | Path, summary: dict, *, notes: str | None = None) -> Path:
     """Write ``README.md`` into ``folder`` from a pretraining summary (see ``pretrain.main``).
 
     Args:
         folder: The model folder.
         summary: Corpus, training, loss and rate figures of the run (``training.json``).
-        notes: Extra paragraphs (e.g. what was adjusted between runs and why).
+        notes: Extra paragraphs (e.g. what was adjusted between runs and why); default the
+            summary's ``notes``, so a card rewritten from its figures keeps them.
 
     Raises:
         KeyError: If the summary lacks a figure the card reports (the key is named).
     """
     rates = summary["rates"]
+    notes = summary.get("notes", "") if notes is None else notes
     name = summary.get("name", "tiny-coder")
     programs = summary["programs"]
     levels = ", ".join(f"level {k}: {v}" for k, v in summary["levels"].items())
@@ -244,30 +246,67 @@ the proposal parses and passes `validate_program`; "solved" means `check_answer`
     return path
 
 
-def outside_the_generator(summary: dict) -> str:
-    """The card's section on programs the generator does not write: greedy accuracy on the
-    hand-written code_o set (``summary["handwritten"]``, from
-    :func:`~redqueen.tinycoder.rates.measure_handwritten`), per idiom. Empty without it.
+def _valid_and_new(summary: dict) -> dict[str, float]:
+    """Valid-and-new proposal shares per task type: from the held-out rates where they were
+    measured with them, else from a ``novelty`` entry measured beside them."""
+    measured = summary["rates"]["heldout"].get("new_valid_share")
+    if measured:
+        return measured
+    novelty = summary.get("novelty") or {}
+    return {t: v["valid_and_new"] for t, v in novelty.get("task_types", {}).items()}
 
-    Cards written before the set existed (the shipped ``tiny-coder``'s) carry this section
+
+def outside_the_generator(summary: dict) -> str:
+    """The card's section on what the generator's held-out split cannot show: greedy accuracy
+    on the hand-written code_o set (``summary["handwritten"]``, from
+    :func:`~redqueen.tinycoder.rates.measure_handwritten`), per idiom; and, where measured
+    beside the rates (``summary["novelty"]``), how many valid proposals are new to the training
+    corpus and how many recite it. Empty without either.
+
+    Cards written before these existed (the shipped ``tiny-coder``'s) carry this section
     appended, made by this function from their ``training.json``.
     """
+    parts = []
     hw = summary.get("handwritten")
-    if not hw:
-        return ""
-    idioms = " | ".join(hw["by_idiom"])
-    cells = " | ".join(_pct(v) for v in hw["by_idiom"].values())
-    return (
-        "## Outside the generator: hand-written programs\n\n"
-        f"Greedy code_o answers to the {hw['n']} hand-written programs of\n"
-        "`redqueen/assets/handwritten_code_o.jsonl` (common builtins and methods, slices,\n"
-        "comprehensions, loops, dict counters, whole words, larger integers; never trained on),\n"
-        f"in the environment's prompt and parser, {hw['max_new_tokens']} new tokens: "
-        f"**{_pct(hw['accuracy'])}** correct ({hw['correct']}/{hw['n']}), "
-        f"{_pct(hw['parsed_share'])} parsed.\n\n"
-        f"| idiom | {idioms} |\n| --- |" + " --- |" * len(hw["by_idiom"]) + "\n"
-        f"| correct | {cells} |"
-    )
+    if hw:
+        idioms = " | ".join(hw["by_idiom"])
+        cells = " | ".join(_pct(v) for v in hw["by_idiom"].values())
+        parts.append(
+            "## Outside the generator: hand-written programs\n\n"
+            f"Greedy code_o answers to the {hw['n']} hand-written programs of\n"
+            "`redqueen/assets/handwritten_code_o.jsonl` (common builtins and methods, slices,\n"
+            "comprehensions, loops, dict counters, whole words, larger integers; kept out of\n"
+            "every corpus built since the set exists),\n"
+            f"in the environment's prompt and parser, {hw['max_new_tokens']} new tokens: "
+            f"**{_pct(hw['accuracy'])}** correct ({hw['correct']}/{hw['n']}), "
+            f"{_pct(hw['parsed_share'])} parsed."
+            + (
+                f" {len(hw['in_training'])} of the programs share a canonical form with a program"
+                " of this model's training corpus (built before the set), with the generator's"
+                " inputs: " + ", ".join(hw["in_training"]) + "."
+                if hw.get("in_training")
+                else ""
+            )
+            + "\n\n"
+            f"| idiom | {idioms} |\n| --- |" + " --- |" * len(hw["by_idiom"]) + "\n"
+            f"| correct | {cells} |"
+        )
+    novelty = summary.get("novelty")
+    if novelty:
+        rows = "\n".join(
+            f"| {t} | {v['n']} | {_pct(v['valid'])} | {_pct(v['valid_and_new'])} | "
+            f"{_pct(v['recited_of_valid'])} |"
+            for t, v in novelty["task_types"].items()
+        )
+        parts.append(
+            "## Valid and new proposals\n\n"
+            "A valid proposal is new when no program of the model's training corpus shares its\n"
+            f"canonical form. Measured by {novelty['measured_by']}, at temperature\n"
+            f"{novelty['temperature']}:\n\n"
+            "| task type | proposals | valid | valid and new | valid ones recited from the corpus |"
+            "\n| --- | --- | --- | --- | --- |\n" + rows
+        )
+    return "\n\n".join(parts)
 
 
 def _corpus_text(summary: dict) -> str:

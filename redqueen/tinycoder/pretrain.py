@@ -545,6 +545,8 @@ def main(argv: Sequence[str] | None = None) -> dict:
     summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
     given = list(argv) if argv is not None else sys.argv[1:]
     summary["command"] = " ".join(["python -m redqueen.tinycoder.pretrain", *given])
+    if args.notes:
+        summary["notes"] = args.notes  # a card rewritten from training.json keeps them
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
     write_model_card(out, summary, notes=args.notes)
     print(json.dumps(summary, indent=2))

@@ -49,3 +49,14 @@ def test_committed_gpu_tiny_coder_is_the_model_its_figures_describe() -> None:
     assert summary["max_times_learned_from"] == 2 and summary["programs_learned_from"] == 150_000
     card = (GPU_TINY / "README.md").read_text()
     assert f"{summary['loss_gap']} / {summary['ood_loss_gap']} nats" in card
+
+
+def test_shipped_tiny_coder_card_ends_with_its_hand_written_and_novelty_figures() -> None:
+    from redqueen.assets import tiny_coder_path
+    from redqueen.tinycoder.card import outside_the_generator
+
+    folder = tiny_coder_path()
+    summary = json.loads((folder / "training.json").read_text())
+    section = outside_the_generator(summary)
+    assert "hand-written programs" in section and "Valid and new proposals" in section
+    assert (folder / "README.md").read_text().endswith(f"\n\n{section}\n")

@@ -100,3 +100,21 @@ def test_the_card_reports_valid_and_new_and_the_hand_written_set(tmp_path) -> No
     assert outside_the_generator(summary) in card
     assert "**50.0%** correct (2/4)" in card
     assert outside_the_generator({}) == ""
+
+
+def test_novelty_measured_beside_the_rates_reaches_the_card_and_its_targets(tmp_path) -> None:
+    summary = json.loads((GPU_TINY / "training.json").read_text())
+    summary["rates"]["heldout"].pop("new_valid_share", None)
+    summary["novelty"] = {
+        "measured_by": "a benchmark",
+        "temperature": 1.0,
+        "task_types": {
+            "code_o": {"n": 8, "valid": 0.5, "valid_and_new": 0.25, "recited_of_valid": 0.5}
+        },
+    }
+    checks = {c.name: c for c in check_targets(summary)}
+    assert checks["code_o valid-and-new proposals"].measured == "25.0%"
+    assert not checks["code_o valid-and-new proposals"].met
+    card = write_model_card(tmp_path, summary).read_text()
+    assert "| code_o | 8 | 50.0% | 25.0% | 50.0% |" in card
+    assert "| proposals valid | answers parsed |" in card  # no such column in the rates table
