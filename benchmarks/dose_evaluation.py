@@ -94,7 +94,7 @@ def exact_kl_on_answers(
         ids = torch.full((len(rows), width), host.pad_token_id, dtype=torch.long)
         attention = torch.zeros((len(rows), width), dtype=torch.long)
         answer = torch.zeros((len(rows), width - 1), dtype=torch.bool)
-        for i, ((prompt, completion), row) in enumerate(zip(chunk, rows, strict=True)):
+        for i, ((prompt, _completion), row) in enumerate(zip(chunk, rows, strict=True)):
             ids[i, : len(row)] = torch.tensor(row)
             attention[i, : len(row)] = 1
             # position j predicts token j + 1: the answer's tokens are predicted from len(prompt) - 1
@@ -212,7 +212,6 @@ def base_reference(probe: Any, held: list[Any], calibration: list[Any], path: Pa
 def evaluate(run_dir: Path, steps: int, cache: Path) -> dict[str, Any]:
     """Every endpoint of the plan for one finished run; written to ``run_dir/EVAL_FILE``."""
     import torch
-
     from learning_check import Probe, stream_tasks
 
     from redqueen.engine import exact_kl_from_base

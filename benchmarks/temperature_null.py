@@ -153,7 +153,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     os.environ["REDQUEEN_LEARNING_CHECK_MODEL"] = args.model
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-
     from learning_check import Probe, _code_version
 
     from redqueen.verifiers import Executor
