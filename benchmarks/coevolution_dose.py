@@ -8,9 +8,18 @@ code version to the run's ``coevolution_dose_code.txt``. After each run the resu
 rewritten from every evaluated run, so a partial file (fewer seeds) exists at any time;
 ``--analyse-only`` rewrites it without running anything.
 
+The runs train and are evaluated on one commit, :data:`PINNED`: the runner (started from any
+checkout) creates a ``git worktree`` of it beside the repository (``--tree``, default
+``../dose-tree``) if missing, and runs ``redqueen`` and the evaluation from there; it refuses to
+start when that tree, or a persisted run's stamp, names another commit. Each finished and
+evaluated run's small outputs (evaluation, config, stamp, logs the analysis reads, the solvers'
+adapters) are copied into ``benchmarks/results/coevolution_dose/<run>/`` (``--keep``); a run
+with such a copy counts as finished and evaluated, and the analysis reads the copy, so a fresh
+clone without ``runs/`` resumes where the committed copies end.
+
 Usage::
 
-    python benchmarks/coevolution_dose.py --workdir runs/coevolution-dose
+    nice -n 19 python benchmarks/coevolution_dose.py --workdir runs/coevolution-dose
     python benchmarks/coevolution_dose.py --workdir runs/coevolution-dose --analyse-only
 
 Writes ``benchmarks/results/coevolution_dose.json``: top-level ``arms`` (each with ``seeds``,
@@ -38,7 +47,7 @@ from scipy import stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from arms_race import _code_version, _finished, _read_jsonl, permutation_p  # noqa: E402
+from arms_race import _finished, _read_jsonl, permutation_p  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: arm -> (preset, the arm's own overrides); COEVOLUTION_DOSE.md, "Arms".
@@ -60,6 +69,14 @@ EFFECT = 0.008  # nats/token, the arms' difference of interest (two-sided, TOST 
 GATE_SESOI = 0.01  # the learning check's smallest effect, per-arm decisions
 ALPHA = 0.05
 CODE_FILE = "coevolution_dose_code.txt"
+EVAL_FILE = "coevolution_dose_eval.json"  # dose_evaluation.EVAL_FILE
+BASE_FILE = "base_reference.json"  # dose_evaluation.BASE_FILE
+#: the commit every run trains and is evaluated on (COEVOLUTION_DOSE.md, "Order").
+PINNED = "eb107a1"
+ROOT = Path(__file__).resolve().parents[1]
+KEEP = RESULTS / "coevolution_dose"
+#: what the analysis reads from a run directory (with the solvers' adapters, ``population/``).
+KEPT_FILES = (EVAL_FILE, "config.yaml", CODE_FILE, "tasks.jsonl", "metrics.jsonl", "lineage.csv")
 
 
 # -- the logs ----------------------------------------------------------------------------------
@@ -195,7 +212,7 @@ def futility(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
 
 def run_row(run_dir: Path) -> dict[str, Any]:
     """Run-level endpoints from a run's evaluation and logs (solvers of age >= 1)."""
-    report = json.loads((run_dir / "coevolution_dose_eval.json").read_text())
+    report = json.loads((run_dir / EVAL_FILE).read_text())
     trained = [m for m in report["members"] if m["age"] >= 1]
     base = report["base"]
 
@@ -317,17 +334,86 @@ def _cli() -> list[str]:
     return [sys.executable, "-c", "from redqueen.experiments.cli import main; main()"]
 
 
-def _stamp(run_dir: Path, what: str) -> None:
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True).stdout.strip()
+
+
+def tree_version(tree: Path) -> str:
+    """``tree``'s commit, marked ``+changes`` when its ``redqueen`` has uncommitted edits."""
+    commit = _git(tree, "rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if _git(tree, "status", "--porcelain", "redqueen") else "")
+
+
+def stamped_versions(run_dir: Path) -> set[str]:
+    """The code versions a run's stamp file names (one ``what version time`` line each)."""
+    path = run_dir / CODE_FILE
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return {line.split()[1] for line in lines if len(line.split()) >= 2}
+
+
+def is_pinned(version: str) -> bool:
+    """Whether a code version is :data:`PINNED` (any abbreviation) without uncommitted edits."""
+    return "+" not in version and version.startswith(PINNED)
+
+
+def pinned_tree(tree: Path, keep: Path = KEEP) -> Path:
+    """A worktree at :data:`PINNED`, created if missing; exits with one line when it, or a
+    persisted run's stamp, names another commit."""
+    for run in sorted(keep.glob(f"*/{CODE_FILE}")):
+        other = {v for v in stamped_versions(run.parent) if not is_pinned(v)}
+        if other:
+            raise SystemExit(f"coevolution_dose: {run.parent.name} ran on {sorted(other)}, not {PINNED}: not starting")
+    if not (tree / ".git").exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], check=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), PINNED], check=True)
+    version = tree_version(tree)
+    if not is_pinned(version):
+        raise SystemExit(f"coevolution_dose: {tree} is at {version}, not {PINNED}: not starting")
+    return tree
+
+
+def _env(tree: Path) -> dict[str, str]:
+    """The environment of the runs and evaluations: ``redqueen`` imported from ``tree``."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def _stamp(run_dir: Path, what: str, tree: Path) -> None:
     with (run_dir / CODE_FILE).open("a") as handle:
-        handle.write(f"{what} {_code_version()} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+        handle.write(f"{what} {tree_version(tree)} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
 
 
-def run_or_resume(arm: str, seed: int, run_dir: Path, steps: int) -> None:
-    """Start the run, or continue it from its last checkpoint."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+def persist(run_dir: Path, keep: Path) -> Path:
+    """Copy what the analysis needs of an evaluated run, and its solvers' adapters, to
+    ``keep/<run>``; the copy's evaluation is written last, so it marks a complete copy."""
+    dest = keep / run_dir.name
+    dest.mkdir(parents=True, exist_ok=True)
+    report = json.loads((run_dir / EVAL_FILE).read_text())
+    for member in report["members"]:
+        source = run_dir / "population" / member["name"]
+        if source.is_dir():
+            shutil.copytree(source, dest / "population" / member["name"], dirs_exist_ok=True)
+    for name in (*(n for n in KEPT_FILES if n != EVAL_FILE), EVAL_FILE):
+        shutil.copy2(run_dir / name, dest / name)
+    base = run_dir.parent / BASE_FILE
+    if base.is_file() and not (keep / BASE_FILE).is_file():
+        shutil.copy2(base, keep / BASE_FILE)
+    return dest
+
+
+def kept(run_dir: Path, keep: Path) -> bool:
+    """Whether the run has a persisted copy: then it counts as finished and evaluated."""
+    return (keep / run_dir.name / EVAL_FILE).is_file()
+
+
+def run_or_resume(arm: str, seed: int, run_dir: Path, steps: int, tree: Path = ROOT) -> None:
+    """Start the run, or continue it from its last checkpoint, with ``redqueen`` from ``tree``."""
+    env = _env(tree)
     if (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("step_*/meta.json")):
-        _stamp(run_dir, "resume")
-        subprocess.run([*_cli(), "resume", str(run_dir), "--no-plots"], check=True, env=env)
+        other = {v for v in stamped_versions(run_dir) if v != tree_version(tree)}
+        if other:
+            raise SystemExit(f"coevolution_dose: {run_dir.name} ran on {sorted(other)}, not {tree_version(tree)}: not resuming")
+        _stamp(run_dir, "resume", tree)
+        subprocess.run([*_cli(), "resume", str(run_dir), "--no-plots"], check=True, env=env, cwd=tree)
         return
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -336,17 +422,17 @@ def run_or_resume(arm: str, seed: int, run_dir: Path, steps: int) -> None:
     for item in (*COMMON, *own, f"seed={seed}", f"steps={steps}"):
         argv += ["--set", item]
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    process = subprocess.Popen(argv, env=env)
+    process = subprocess.Popen(argv, env=env, cwd=tree)
     while process.poll() is None and not (run_dir / "config.yaml").is_file():
         time.sleep(1)
     if run_dir.is_dir():
-        _stamp(run_dir, "start")
+        _stamp(run_dir, "start", tree)
     if process.wait() != 0:
         raise subprocess.CalledProcessError(process.returncode, argv)
 
 
 def evaluated(run_dir: Path, steps: int) -> bool:
-    path = run_dir / "coevolution_dose_eval.json"
+    path = run_dir / EVAL_FILE
     last = run_dir / "checkpoints" / f"step_{steps}" / "meta.json"
     return path.is_file() and last.is_file() and path.stat().st_mtime >= last.stat().st_mtime
 
@@ -357,13 +443,19 @@ def jobs(arms: Sequence[str], seeds: Sequence[int]) -> list[tuple[str, int]]:
     return primary + [(arm, s) for arm in arms if arm not in PRIMARY for s in seeds]
 
 
-def write(workdir: Path, out: Path, arms: Sequence[str], seeds: Sequence[int], steps: int) -> dict[str, Any]:
+def write(
+    workdir: Path, out: Path, arms: Sequence[str], seeds: Sequence[int], steps: int, keep: Path = KEEP
+) -> dict[str, Any]:
+    """Rewrite ``out`` from the evaluated runs, persisting any not yet copied to ``keep`` and
+    reading every evaluated run from its copy."""
     rows: dict[str, dict[int, dict[str, Any]]] = {arm: {} for arm in arms}
     in_progress: list[dict[str, Any]] = []
     for arm, seed in jobs(arms, seeds):
         run_dir = workdir / f"{arm}-seed{seed}"
-        if evaluated(run_dir, steps) and _finished(run_dir, steps):
-            rows[arm][seed] = run_row(run_dir)
+        if not kept(run_dir, keep) and evaluated(run_dir, steps) and _finished(run_dir, steps):
+            persist(run_dir, keep)
+        if kept(run_dir, keep):
+            rows[arm][seed] = run_row(keep / run_dir.name)
         elif (run_dir / "tasks.jsonl").is_file() and (run_dir / "lineage.csv").is_file():
             dose = answers_per_solver(run_dir)
             in_progress.append(
@@ -383,7 +475,7 @@ def write(workdir: Path, out: Path, arms: Sequence[str], seeds: Sequence[int], s
         **analyse(rows),
         "in_progress": in_progress,
     }
-    base = workdir / "base_reference.json"
+    base = workdir / BASE_FILE if (workdir / BASE_FILE).is_file() else keep / BASE_FILE
     if base.is_file():
         ref = json.loads(base.read_text())
         result["base_per_problem"] = {k: ref[k] for k in ("gold_loglik", "sampled_correct", "answer_entropy", "greedy")}
@@ -402,6 +494,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--out", type=Path, default=RESULTS / "coevolution_dose.json")
+    parser.add_argument("--keep", type=Path, default=KEEP, help="where evaluated runs are persisted")
+    parser.add_argument("--tree", type=Path, default=ROOT.parent / "dose-tree", help=f"the worktree at {PINNED}")
     parser.add_argument("--analyse-only", action="store_true", help="only rewrite --out from the evaluated runs")
     parser.add_argument("--evaluate", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -410,26 +504,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from dose_evaluation import evaluate
 
         return evaluate(args.evaluate, args.steps, args.workdir)
+    workdir = args.workdir.resolve()
     if not args.analyse_only:
-        stopped = False
+        tree = pinned_tree(args.tree.resolve(), args.keep)
+        if not (workdir / BASE_FILE).is_file() and (args.keep / BASE_FILE).is_file():
+            workdir.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(args.keep / BASE_FILE, workdir / BASE_FILE)
+        look = write(workdir, args.out, args.arms, args.seeds, args.steps, args.keep)["decisions"].get("futility_look")
+        stopped = bool(look and look["stop"])
         for arm, seed in jobs(args.arms, args.seeds):
             if stopped and arm in PRIMARY:
                 continue
-            run_dir = args.workdir / f"{arm}-seed{seed}"
+            run_dir = workdir / f"{arm}-seed{seed}"
+            if kept(run_dir, args.keep):
+                continue
             if not _finished(run_dir, args.steps):
                 print(f"coevolution_dose: {arm} seed {seed}: running", file=sys.stderr, flush=True)
-                run_or_resume(arm, seed, run_dir, args.steps)
+                run_or_resume(arm, seed, run_dir, args.steps, tree)
             if not evaluated(run_dir, args.steps):
                 print(f"coevolution_dose: {arm} seed {seed}: evaluating", file=sys.stderr, flush=True)
+                script = tree / "benchmarks" / "coevolution_dose.py"
                 subprocess.run(
-                    [sys.executable, __file__, "--evaluate", str(run_dir), "--steps", str(args.steps), "--workdir", str(args.workdir)],
+                    [sys.executable, str(script), "--evaluate", str(run_dir), "--steps", str(args.steps), "--workdir", str(workdir)],
                     check=True,
-                    env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                    env=_env(tree),
+                    cwd=tree,
                 )
-            result = write(args.workdir, args.out, args.arms, args.seeds, args.steps)
+            persist(run_dir, args.keep)
+            result = write(workdir, args.out, args.arms, args.seeds, args.steps, args.keep)
             look = result["decisions"].get("futility_look")
             stopped = bool(look and look["stop"])
-    result = write(args.workdir, args.out, args.arms, args.seeds, args.steps)
+    result = write(workdir, args.out, args.arms, args.seeds, args.steps, args.keep)
     print(json.dumps({k: v.get("value", v) if isinstance(v, dict) else v for k, v in result["decisions"].items()}, indent=1))
     return result
 

@@ -146,3 +146,59 @@ def test_partial_and_interim_files_are_strict_json(dose):
     assert not decisions["coevolution_beats_selfplay"]["provisional"]
     assert decisions["coevolution_no_replacement_learns_beyond_random_adapter"]["value"]
     assert decisions["outcome"] in ("equivalent within +-0.008", "inconclusive")
+
+
+def test_a_persisted_copy_counts_as_finished_and_evaluated(dose, tmp_path, monkeypatch):
+    # a finished, evaluated run: the copy keeps the analysis' files and its solvers' adapters
+    run = tmp_path / "runs" / "selfplay-seed0"
+    (run / "population" / "solo-0000").mkdir(parents=True)
+    (run / "population" / "solo-0000" / "adapter_config.json").write_text("{}")
+    (run / "population" / "old-0001").mkdir()
+    for name in dose.KEPT_FILES:
+        (run / name).write_text("start eb107a1 2026-11-27T18:12:39\n" if name == dose.CODE_FILE else "{}\n")
+    (run / dose.EVAL_FILE).write_text(json.dumps({"members": [{"name": "solo-0000", "age": 57}]}))
+    keep = tmp_path / "keep"
+    assert not dose.kept(run, keep)
+    copy = dose.persist(run, keep)
+    assert dose.kept(run, keep) and (copy / "population" / "solo-0000" / "adapter_config.json").is_file()
+    assert not (copy / "population" / "old-0001").exists()
+    assert sorted(p.name for p in copy.iterdir()) == sorted((*dose.KEPT_FILES, "population"))
+    # with the run directory gone, the runner skips the run and the analysis reads the copy
+    read = []
+    monkeypatch.setattr(dose, "run_row", lambda d: read.append(d) or _row(0.01))
+    monkeypatch.setattr(dose, "pinned_tree", lambda tree, keep: tree)
+    monkeypatch.setattr(dose, "run_or_resume", lambda *a: pytest.fail("a persisted run was rerun"))
+    monkeypatch.setattr(dose, "evaluated", lambda *a: pytest.fail("a persisted run was re-evaluated"))
+    import shutil
+
+    shutil.rmtree(run)
+    out = tmp_path / "out.json"
+    for extra in ([], ["--analyse-only"]):
+        argv = ["--workdir", str(tmp_path / "runs"), "--keep", str(keep), "--out", str(out), "--arms", "selfplay"]
+        result = dose.main([*argv, "--seeds", "0", *extra])
+        assert result["arms"]["selfplay"]["seeds"] == [0] and result["in_progress"] == []
+    assert set(read) == {copy}
+
+
+def test_runs_of_another_commit_stop_the_runner(dose, tmp_path):
+    assert dose.is_pinned(dose.PINNED) and dose.is_pinned(dose.PINNED + "3")
+    assert not dose.is_pinned(dose.PINNED + "+changes") and not dose.is_pinned("0c7ff3d")
+    (tmp_path / "keep" / "selfplay-seed0").mkdir(parents=True)
+    (tmp_path / "keep" / "selfplay-seed0" / dose.CODE_FILE).write_text("start 0c7ff3d 2026-11-28T09:00:00\n")
+    with pytest.raises(SystemExit, match="not starting"):
+        dose.pinned_tree(tmp_path / "tree", tmp_path / "keep")
+    assert not (tmp_path / "tree").exists()
+
+
+def test_the_committed_copies_reproduce_the_result(dose, tmp_path):
+    copies = sorted(p.parent.name for p in dose.KEEP.glob(f"*/{dose.EVAL_FILE}"))
+    if not copies:
+        pytest.skip("no persisted runs")
+    result = dose.write(tmp_path / "absent", tmp_path / "out.json", list(dose.ARMS), range(dose.PLANNED_SEEDS), dose.STEPS)
+    committed = json.loads((dose.RESULTS / "coevolution_dose.json").read_text())
+    for arm in dose.ARMS:
+        # the committed file may be ahead of the copies (a run evaluated, not yet persisted)
+        assert set(result["arms"].get(arm, {}).get("seeds", [])) <= set(committed["arms"].get(arm, {}).get("seeds", []))
+        for seed, row in result["arms"].get(arm, {}).get("per_seed", {}).items():
+            assert row["E1"] == committed["arms"][arm]["per_seed"][seed]["E1"]
+            assert row["answers_per_solver"] == committed["arms"][arm]["per_seed"][seed]["answers_per_solver"]
