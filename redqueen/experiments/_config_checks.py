@@ -95,6 +95,10 @@ def check_config(cfg: ExperimentConfig) -> None:
     ]
     check_evolution(cfg, roles)
     check_objective_names(cfg, roles, getattr(cls, "objective_names", None))
+    if cfg.environment.name == "games":  # the game and its settings, before anything is printed
+        from redqueen.experiments._games_build import check_games
+
+        check_games(cfg)
     _CHECKED[id(cfg)] = cfg
 
 
@@ -170,7 +174,9 @@ def check_evolution(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
         name = getattr(evo, field)
         if name not in SELECTIONS:
             known = ", ".join(sorted(SELECTIONS))
-            raise ConfigError(f"evolution.{field}: unknown selection scheme {name!r} (known: {known})")
+            raise ConfigError(
+                f"evolution.{field}: unknown selection scheme {name!r} (known: {known})"
+            )
     try:
         SELECTIONS.validate(evo.selection, evo.selection_params)
     except ParameterError as error:
@@ -204,8 +210,16 @@ def check_operator_params(name: str, params: Mapping[str, Any]) -> None:
         if isinstance(count, bool) or not isinstance(count, int):
             raise ConfigError(f"{where}.n_parents: expected a whole number, got {count!r}")
         if count < low or (high is not None and count > high):
-            takes = f"exactly {low}" if low == high else f"at least {low}" if high is None else f"{low} to {high}"
-            raise ConfigError(f"{where}.n_parents: crossover {name!r} takes {takes} parents, got {count}")
+            takes = (
+                f"exactly {low}"
+                if low == high
+                else f"at least {low}"
+                if high is None
+                else f"{low} to {high}"
+            )
+            raise ConfigError(
+                f"{where}.n_parents: crossover {name!r} takes {takes} parents, got {count}"
+            )
     try:
         registry.validate(name, params)
     except ParameterError as error:
