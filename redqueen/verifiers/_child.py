@@ -140,10 +140,11 @@ _SEALED_MODULES = (
     "_proxy",
     "_verdict",
     "_seccomp",
+    "_landlock",
     "_namespaces",
     "_kernel",
     "_kernelcalls",
-    *(f"redqueen.verifiers.{name}" for name in ("_zygote", "_template", "_seccomp")),
+    *(f"redqueen.verifiers.{name}" for name in ("_zygote", "_template", "_seccomp", "_landlock")),
 )
 #: Audit events a program may not raise besides ``ctypes.*``: walks over the whole object
 #: graph, which would find what no name leads to.

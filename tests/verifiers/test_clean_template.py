@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import redqueen.verifiers._executor as executor_module
+import redqueen.verifiers._server as server_module
 from redqueen.verifiers import CandidateTest, Executor, validate_program
 
-VERIFIERS = Path(executor_module.__file__).parent
+VERIFIERS = Path(server_module.__file__).parent
 MARKER = re.compile(r"SECRET-[0-9a-f]{16}-END")
 
 
@@ -85,7 +85,7 @@ def scanning_executor(tmp_path, monkeypatch):
         pytest.skip("no /proc/self/mem on this host")
     script = tmp_path / "scanning_server.py"
     script.write_text(SCANNING_SERVER.format(verifiers=str(VERIFIERS)))
-    monkeypatch.setattr(executor_module, "_ZYGOTE", script)
+    monkeypatch.setattr(server_module, "_ZYGOTE", script)
     with Executor(workers=1, timeout=10.0) as ex:  # one server: every request passes through it
         yield ex
 
