@@ -22,92 +22,19 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from redqueen.tinycoder._vocabulary import (
+    CHARS,
+    ITEMS,
+    LOCALS,
+    VOCABULARY,
+    Draw,
+    natural_value,
+)
+
 __all__ = ["IDIOM_LEVEL", "IdiomGenerator", "IdiomProgram", "natural_value"]
 
 #: The level idiom programs carry (the grammar's levels are 1-8).
 IDIOM_LEVEL = 0
-
-_VOCABULARY = """
-apple pear plum cherry melon peach lime fig kiwi berry bread milk rice salt sugar tea
-cat dog fox owl bee ant cow pig duck goat wolf bear lion crab frog
-red blue green gold pink gray white black
-north south east west river lake hill road park city town farm shop
-sun moon star rain snow wind cloud storm
-book pen desk door key lamp cup box bag hat coat shoe ring
-one two three four five six seven eight nine ten
-alpha beta gamma delta omega
-happy sad fast slow big small hot cold new old
-hello world python code data value item list name word text line
-""".split()
-_CAPITALISED = [
-    "Alice",
-    "Bob",
-    "Carol",
-    "Dave",
-    "Eve",
-    "Paris",
-    "London",
-    "Tokyo",
-    "Monday",
-    "June",
-]
-
-_NAMES = {
-    "int": ["n", "x", "num", "k", "value", "amount", "year", "size", "limit", "total"],
-    "nat": ["n", "num", "number", "x", "value"],
-    "small": ["n", "k", "times", "count", "steps", "depth"],
-    "word": ["word", "s", "name", "text", "w", "label", "token"],
-    "sentence": ["sentence", "text", "line", "s", "phrase", "message"],
-    "ints": ["nums", "numbers", "values", "xs", "data", "scores", "prices", "items", "arr", "lst"],
-    "words": ["words", "names", "items", "tokens", "fruits", "tags", "animals"],
-    "counts": ["counts", "stock", "scores", "prices", "inventory", "ages", "table", "d"],
-    "matrix": ["grid", "matrix", "rows", "table", "board"],
-    "letter": ["c", "ch", "letter", "char"],
-}
-_LOCALS = ["total", "result", "count", "acc", "out", "best", "answer", "res", "s", "value"]
-_ITEMS = {"ints": ["n", "x", "v", "num", "item", "p"], "words": ["w", "word", "name", "item", "t"]}
-_CHARS = ["c", "ch", "letter", "char"]
-
-
-def natural_value(kind: str, rng: random.Random) -> str:
-    """A random input value of ``kind`` as Python source, in the ranges people use.
-
-    Raises:
-        ValueError: On an unknown kind.
-    """
-    if kind == "int":
-        return repr(rng.choice([rng.randint(-20, 20), rng.randint(0, 500), rng.randint(0, 99999)]))
-    if kind == "nat":
-        return repr(rng.choice([rng.randint(0, 99), rng.randint(100, 9999), rng.randint(0, 10**6)]))
-    if kind == "small":
-        return repr(rng.randint(0, 12))
-    if kind == "word":
-        return repr(_word(rng))
-    if kind == "sentence":
-        return repr(" ".join(_word(rng) for _ in range(rng.randint(1, 6))))
-    if kind == "ints":
-        high = rng.choice([9, 50, 1000])
-        return repr([rng.randint(-high // 3, high) for _ in range(rng.randint(1, 7))])
-    if kind == "words":
-        return repr([_word(rng) for _ in range(rng.randint(1, 6))])
-    if kind == "counts":
-        keys = rng.sample(_VOCABULARY, rng.randint(1, 5))
-        return repr({key: rng.randint(0, rng.choice([9, 100])) for key in keys})
-    if kind == "matrix":
-        width = rng.randint(1, 4)
-        return repr([[rng.randint(-9, 30) for _ in range(width)] for _ in range(rng.randint(1, 4))])
-    if kind == "letter":
-        return repr(rng.choice(string.ascii_letters))
-    raise ValueError(f"natural_value: unknown kind {kind!r}")
-
-
-def _word(rng: random.Random) -> str:
-    roll = rng.random()
-    if roll < 0.7:
-        return rng.choice(_VOCABULARY)
-    if roll < 0.85:
-        return rng.choice(_CAPITALISED)
-    return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(1, 9)))
 
 
 @dataclass(frozen=True)
@@ -129,42 +56,7 @@ class IdiomProgram:
         return ", ".join(natural_value(kind, rng) for kind in self.params)
 
 
-class _Draw:
-    """Names and constants for one program: distinct parameter and local names."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        self.used: set[str] = set()
-        self.params: list[tuple[str, str]] = []
-
-    def name(self, pool: list[str]) -> str:
-        free = [n for n in pool if n not in self.used] or [f"{pool[0]}{len(self.used)}"]
-        chosen = self.rng.choice(free)
-        self.used.add(chosen)
-        return chosen
-
-    def param(self, kind: str) -> str:
-        name = self.name(_NAMES[kind])
-        self.params.append((name, kind))
-        return name
-
-    def int(self, low: int = 2, high: int = 12) -> int:
-        # Now and then a constant past the usual range, as people write 100 or 365.
-        return self.rng.randint(low, high * (10 if self.rng.random() < 0.3 else 1))
-
-    def word(self) -> str:
-        return repr(self.rng.choice(_VOCABULARY))
-
-    def letters(self) -> str:
-        return repr(
-            "".join(sorted(self.rng.sample(string.ascii_lowercase, self.rng.randint(1, 5))))
-        )
-
-    def pick(self, *options):
-        return self.rng.choice(options)
-
-
-def _arithmetic(d: _Draw) -> str:
+def _arithmetic(d: Draw) -> str:
     x = d.param("int")
     if d.rng.random() < 0.5:
         y = d.param("int")
@@ -172,7 +64,7 @@ def _arithmetic(d: _Draw) -> str:
     return f"return {x} {d.pick('*', '//', '%', '+', '-', '**')} {d.int(2, 12)}"
 
 
-def _digits(d: _Draw) -> str:
+def _digits(d: Draw) -> str:
     n = d.param("nat")
     return d.pick(
         f"return sum(int(c) for c in str({n}))",
@@ -185,7 +77,7 @@ def _digits(d: _Draw) -> str:
     )
 
 
-def _string_method(d: _Draw) -> str:
+def _string_method(d: Draw) -> str:
     s = d.param(d.pick("word", "sentence"))
     plain = ("upper", "lower", "title", "capitalize", "strip", "swapcase", "isalpha", "islower")
     letter = repr(d.rng.choice(string.ascii_lowercase))
@@ -204,7 +96,7 @@ def _string_method(d: _Draw) -> str:
     )
 
 
-def _slice(d: _Draw) -> str:
+def _slice(d: Draw) -> str:
     x = d.param(d.pick("word", "sentence", "ints", "words"))
     start, stop = (d.pick("", str(d.int(1, 5)), str(-d.int(1, 3))) for _ in range(2))
     step = d.pick("", "", ":2", ":-1", ":3")
@@ -217,7 +109,7 @@ def _slice(d: _Draw) -> str:
     )
 
 
-def _builtin(d: _Draw) -> str:
+def _builtin(d: Draw) -> str:
     kind = d.pick("ints", "ints", "words", "word")
     xs = d.param(kind)
     return d.pick(
@@ -234,9 +126,9 @@ def _builtin(d: _Draw) -> str:
     )
 
 
-def _comprehension(d: _Draw) -> str:
+def _comprehension(d: Draw) -> str:
     if d.rng.random() < 0.5:
-        xs, v = d.param("ints"), d.name(_ITEMS["ints"])
+        xs, v = d.param("ints"), d.name(ITEMS["ints"])
         k = d.int(1, 10)
         expr = d.pick(
             f"{v} * {k}",
@@ -251,7 +143,7 @@ def _comprehension(d: _Draw) -> str:
             "", f" if {v} > {k}", f" if {v} % 2 == 0", f" if {v} != {k}", f" if {v} < {k}"
         )
     else:
-        xs, v = d.param("words"), d.name(_ITEMS["words"])
+        xs, v = d.param("words"), d.name(ITEMS["words"])
         k = d.int(2, 6)
         expr = d.pick(
             f"{v}.upper()", f"len({v})", f"{v}[0]", f"{v}[::-1]", f"{v} + 's'", f"{v}[:{k}]"
@@ -265,8 +157,8 @@ def _comprehension(d: _Draw) -> str:
     return f"return [{expr} for {v} in {xs}{cond}]"
 
 
-def _characters(d: _Draw) -> str:
-    s, c = d.param(d.pick("word", "sentence")), d.name(_CHARS)
+def _characters(d: Draw) -> str:
+    s, c = d.param(d.pick("word", "sentence")), d.name(CHARS)
     group = d.pick("'aeiou'", d.letters())
     return d.pick(
         f"return sum(1 for {c} in {s} if {c} in {group})",
@@ -278,7 +170,7 @@ def _characters(d: _Draw) -> str:
     )
 
 
-def _letter(d: _Draw) -> str:
+def _letter(d: Draw) -> str:
     c = d.param("letter")
     return d.pick(
         f"return chr(ord({c}) + {d.int(1, 5)})",
@@ -289,9 +181,9 @@ def _letter(d: _Draw) -> str:
     )
 
 
-def _accumulate(d: _Draw) -> str:
-    xs, acc = d.param("ints"), d.name(_LOCALS)
-    v, k = d.name(_ITEMS["ints"]), d.int(0, 9)
+def _accumulate(d: Draw) -> str:
+    xs, acc = d.param("ints"), d.name(LOCALS)
+    v, k = d.name(ITEMS["ints"]), d.int(0, 9)
     start, update = d.pick(("0", f"{acc} += {v}"), ("0", f"{acc} += 1"), ("1", f"{acc} *= {v}"))
     lines = [f"{acc} = {start}", f"for {v} in {xs}:"]
     if d.rng.random() < 0.6:
@@ -302,9 +194,9 @@ def _accumulate(d: _Draw) -> str:
     return "\n".join([*lines, f"return {acc}"])
 
 
-def _best(d: _Draw) -> str:
+def _best(d: Draw) -> str:
     kind = d.pick("ints", "words")
-    xs, best, v = d.param(kind), d.name(_LOCALS), d.name(["x", "item", "v"])
+    xs, best, v = d.param(kind), d.name(LOCALS), d.name(["x", "item", "v"])
     new, old = (f"len({v})", f"len({best})") if kind == "words" else (v, best)
     cmp = d.pick(">", "<")
     return "\n".join(
@@ -318,15 +210,15 @@ def _best(d: _Draw) -> str:
     )
 
 
-def _build_string(d: _Draw) -> str:
-    s, out, c = d.param(d.pick("word", "sentence")), d.name(_LOCALS), d.name(_CHARS)
+def _build_string(d: Draw) -> str:
+    s, out, c = d.param(d.pick("word", "sentence")), d.name(LOCALS), d.name(CHARS)
     test = d.pick(f"{c} != ' '", f"{c} in 'aeiou'", f"{c}.isalpha()", f"{c} not in {d.letters()}")
     grow = d.pick(c, f"{c}.upper()", f"{c} * 2", f"{c} + '-'")
     body = [f"{out} = ''", f"for {c} in {s}:", f"    if {test}:", f"        {out} += {grow}"]
     return "\n".join([*body, f"return {out}"])
 
 
-def _while(d: _Draw) -> str:
+def _while(d: Draw) -> str:
     n, steps = d.param("nat"), d.name(["steps", "count", "k", "digits"])
     div = d.pick(2, 10, 3)
     return "\n".join(
@@ -340,7 +232,7 @@ def _while(d: _Draw) -> str:
     )
 
 
-def _counter(d: _Draw) -> str:
+def _counter(d: Draw) -> str:
     kind = d.pick("words", "word", "sentence", "ints")
     xs = d.param(kind)
     counts, v = d.name(["counts", "freq", "seen", "tally"]), d.name(["x", "item", "key", "c"])
@@ -361,7 +253,7 @@ def _counter(d: _Draw) -> str:
     return "\n".join([*loop, end])
 
 
-def _lookup(d: _Draw) -> str:
+def _lookup(d: Draw) -> str:
     table, k = d.param("counts"), d.int(1, 20)
     return d.pick(
         f"return {table}.get({d.word()}, 0)",
@@ -376,10 +268,10 @@ def _lookup(d: _Draw) -> str:
     )
 
 
-def _conditional(d: _Draw) -> str:
+def _conditional(d: Draw) -> str:
     x = d.param("int")
     low, high = sorted(d.rng.sample(range(-10, 200), 2))
-    a, b, c = d.rng.sample(_VOCABULARY, 3)
+    a, b, c = d.rng.sample(VOCABULARY, 3)
     if d.rng.random() < 0.4:
         return f"return {a!r} if {x} > {low} else {b!r}"
     return "\n".join(
@@ -393,7 +285,7 @@ def _conditional(d: _Draw) -> str:
     )
 
 
-def _pairs(d: _Draw) -> str:
+def _pairs(d: Draw) -> str:
     kind = d.pick("ints", "words")
     xs, ys = d.param("ints"), d.param(kind)
     a, b = d.name(["a", "x", "p"]), d.name(["b", "y", "q"])
@@ -406,7 +298,7 @@ def _pairs(d: _Draw) -> str:
     )
 
 
-def _keyed(d: _Draw) -> str:
+def _keyed(d: Draw) -> str:
     xs = d.param("words")
     return d.pick(
         f"return max({xs}, key=len)",
@@ -419,8 +311,8 @@ def _keyed(d: _Draw) -> str:
     )
 
 
-def _math_loop(d: _Draw) -> str:
-    n, acc, i = d.param("small"), d.name(_LOCALS), d.name(["i", "k", "j"])
+def _math_loop(d: Draw) -> str:
+    n, acc, i = d.param("small"), d.name(LOCALS), d.name(["i", "k", "j"])
     start, update = d.pick(
         ("1", f"{acc} *= {i}"), ("0", f"{acc} += {i}"), ("0", f"{acc} += {i} * {i}")
     )
@@ -429,7 +321,7 @@ def _math_loop(d: _Draw) -> str:
     )
 
 
-def _grid(d: _Draw) -> str:
+def _grid(d: Draw) -> str:
     grid, row = d.param("matrix"), d.name(["row", "r", "line"])
     return d.pick(
         f"return [{row}[0] for {row} in {grid}]",
@@ -440,7 +332,7 @@ def _grid(d: _Draw) -> str:
 
 
 #: Every template, drawn uniformly.
-TEMPLATES: tuple[Callable[[_Draw], str], ...] = (
+TEMPLATES: tuple[Callable[[Draw], str], ...] = (
     _arithmetic,
     _digits,
     _string_method,
@@ -475,7 +367,7 @@ class IdiomGenerator:
 
     def program(self) -> IdiomProgram:
         """One program from a uniformly drawn template."""
-        draw = _Draw(self.rng)
+        draw = Draw(self.rng)
         body = self.rng.choice(TEMPLATES)(draw)
         params = ", ".join(name for name, _ in draw.params)
         indented = "\n".join(f"    {line}" for line in body.splitlines())

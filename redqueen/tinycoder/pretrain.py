@@ -37,22 +37,24 @@ import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-import numpy as np
 import torch
 from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
 
+from redqueen.tinycoder._documents import _Data, pack_documents, pack_pairs, sequences
+from redqueen.tinycoder._profiles import AUTOCAST_MODES, DOCUMENT_STYLES, PROFILES
+from redqueen.tinycoder._training import _mean_loss, _train, bf16_is_faster
 from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.card import write_model_card
-from redqueen.tinycoder.corpus import render_documents, render_lean_documents, save_corpus
+from redqueen.tinycoder.corpus import save_corpus
 from redqueen.tinycoder.model import SIZES, STORAGE_DTYPES, save_model, tiny_coder_config
 from redqueen.tinycoder.rates import measure_handwritten, measure_rates
 from redqueen.tinycoder.splits import (
     GOLD_MODES,
     SPLITS,
+    CorpusSplits,
     build_with_progress,
     load_splits,
     progress_bar,
@@ -70,79 +72,9 @@ __all__ = [
     "pack_pairs",
     "parse_args",
     "progress_bar",
+    "sequences",
 ]
 
-#: Defaults per profile: ``ci`` is a short CPU run on a few hundred programs (what the test
-#: suite runs); ``full`` is the GPU run the shipped models are meant to come from.
-PROFILES: dict[str, dict] = {
-    "ci": {
-        "train": 120,
-        "heldout": 60,
-        "ood": 12,
-        "size": "micro",
-        "device": "cpu",
-        "epochs": 2,
-        "max_steps": 40,
-        "batch_size": 8,
-        "seq_len": 128,
-        "lr": 3e-3,
-        "vocab_size": 320,
-        "eval_n": 2,
-        "samples": 2,
-        "max_new_tokens": 16,
-        "loss_batches": 2,
-        "cpu_threads": 1,
-        "rates_batch_size": 64,
-    },
-    "cpu": {
-        "train": 150_000,
-        "heldout": 2000,
-        "ood": 1000,
-        # Chosen by benchmarks/pretrain_scaling.py (plan: benchmarks/PRETRAIN_SCALING.md): at
-        # equal training time on 2 cores `mini` had the lowest held-out loss at 3 and 8 minutes.
-        "size": "mini",
-        # About 120 minutes of training at mini's ~5,000 tokens/s on 2 cores (0.93 epochs).
-        "tokens": 36_000_000,
-        "device": "cpu",
-        "epochs": 2,
-        "batch_size": 8,
-        "seq_len": 1024,
-        "lr": 2e-3,
-        "vocab_size": 2048,
-        "eval_n": 128,
-        "samples": 8,
-        "max_steps": None,
-        "max_new_tokens": 256,
-        "loss_batches": 32,
-        "cpu_threads": 2,
-        "rates_batch_size": 64,
-    },
-    "full": {
-        "train": 150_000,
-        "heldout": 2000,
-        "ood": 1000,
-        "size": "small",
-        "device": "cuda",
-        "epochs": 2,
-        "batch_size": 64,
-        "seq_len": 1024,
-        "lr": 1e-3,
-        "vocab_size": 2048,
-        "eval_n": 128,
-        "samples": 8,
-        "max_steps": None,
-        "max_new_tokens": 320,
-        "loss_batches": 32,
-        "cpu_threads": 1,
-        # The rates' generation runs 1,024 prompts a batch on a GPU: both splits of `small`
-        # took 85 s on an H100 (benchmarks/README.md, "The base model sizes on a GPU").
-        "rates_batch_size": 1024,
-    },
-}
-#: How documents are rendered (see the module docstring).
-DOCUMENT_STYLES: tuple[str, ...] = ("lean", "full")
-#: Autocast choices: ``auto`` (bf16 on CUDA; on the CPU only where measured faster), on, off.
-AUTOCAST_MODES: tuple[str, ...] = ("auto", "bf16", "off")
 _TOKENIZER_DOCS = 60_000  # documents the BPE merges are learned from (plenty for this grammar)
 
 
@@ -221,154 +153,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def pack_documents(docs: Sequence[str], tokenizer) -> torch.Tensor:
-    """Tokenize documents, end each with ``</s>`` and concatenate them into one 1-D int32 stream."""
-    return pack_pairs([("", d) for d in docs], tokenizer)[0]
-
-
-def pack_pairs(docs: Sequence[tuple[str, str]], tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pack ``(context, target)`` documents into a token stream and its loss mask.
-
-    Context and target are tokenized separately (as a prompt and its completion are at
-    inference), then joined and ended with ``</s>``; the mask is 1 on the target and ``</s>``
-    (trained on) and 0 on the context. Returns two 1-D tensors: int32 tokens, uint8 mask.
-    """
-    eos = tokenizer.eos_token_id
-    ids: list[np.ndarray] = []
-    mask: list[np.ndarray] = []
-    for start in range(0, len(docs), 2048):
-        chunk = docs[start : start + 2048]
-        contexts = tokenizer([c for c, _ in chunk])["input_ids"]
-        targets = tokenizer([t for _, t in chunk])["input_ids"]
-        for context, target in zip(contexts, targets, strict=True):
-            ids.append(np.asarray(context + target + [eos], dtype=np.int32))
-            mask.append(
-                np.concatenate(
-                    [np.zeros(len(context), np.uint8), np.ones(len(target) + 1, np.uint8)]
-                )
-            )
-    if not ids:
-        return torch.zeros(0, dtype=torch.int32), torch.zeros(0, dtype=torch.uint8)
-    return torch.from_numpy(np.concatenate(ids)), torch.from_numpy(np.concatenate(mask))
-
-
-def sequences(stream: torch.Tensor, seq_len: int) -> torch.Tensor:
-    """The stream cut into whole sequences of ``seq_len`` tokens (the ragged tail dropped)."""
-    n = stream.numel() // seq_len
-    return stream[: n * seq_len].view(n, seq_len)  # (sequences, seq_len)
-
-
-def _lr_at(step: int, total: int, peak: float, time_fraction: float = 0.0) -> float:
-    """Linear warm-up over 5% of the steps, then cosine decay to 10% of ``peak``.
-
-    ``time_fraction`` (elapsed / time budget) moves the decay along when the time budget,
-    not the step count, is what ends the run.
-    """
-    warmup = max(total // 20, 1)
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = max((step - warmup) / max(total - warmup, 1), min(time_fraction, 1.0))
-    return peak * (0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * progress)))
-
-
-def bf16_is_faster(threads: int, size: int = 512, repeats: int = 5) -> bool:
-    """Whether a bf16 matmul beats float32 on this CPU (many CPUs without bf16 units run it
-    at a small fraction of the float32 rate)."""
-    torch.set_num_threads(threads)
-    a = torch.randn(size, size)
-    timings = {}
-    for dtype in (torch.float32, torch.bfloat16):
-        x = a.to(dtype)
-        x @ x
-        t0 = time.perf_counter()
-        for _ in range(repeats):
-            x @ x
-        timings[dtype] = time.perf_counter() - t0
-    return timings[torch.bfloat16] < timings[torch.float32]
-
-
-@dataclass
-class _TrainState:
-    """Where training stands: what a checkpoint holds, and how the run ended."""
-
-    step: int = 0
-    seconds: float = 0.0  # training time, all chunks
-    losses: list[float] = field(default_factory=list)
-    earlier_seconds: float = 0.0  # wall time of earlier chunks
-    total: int = 0
-    paused: bool = False
-    per_epoch: int = 0
-
-
-class _Data:
-    """The training data of one run: documents per epoch, packed and cached under ``work``."""
-
-    def __init__(self, splits, tokenizer, args: argparse.Namespace, work: Path) -> None:
-        self.splits, self.tokenizer, self.args, self.work = splits, tokenizer, args, work
-
-    def render(self, entries, seed: int) -> list[tuple[str, str]]:
-        if self.args.documents == "full":
-            return [("", d) for d in render_documents(entries, seed=seed)]
-        return render_lean_documents(
-            entries,
-            seed=seed,
-            full_share=self.args.full_share,
-            rename_share=self.args.rename_share,
-        )
-
-    def epoch(self, epoch: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(sequences, mask), each (n, seq_len): epoch ``epoch``'s documents, packed."""
-        path = self.work / f"epoch{epoch}.pt"
-        if path.is_file():
-            ids, mask = torch.load(path, weights_only=True)
-        else:
-            ids, mask = pack_pairs(
-                self.render(self.splits.train, self.args.seed + epoch), self.tokenizer
-            )
-            _atomic_save((ids, mask), path)
-        return sequences(ids, self.args.seq_len), sequences(mask, self.args.seq_len)
-
-    def held(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
-        ids, mask = pack_pairs(
-            self.render(getattr(self.splits, name), self.args.seed + 100), self.tokenizer
-        )
-        return sequences(ids, self.args.seq_len), sequences(mask, self.args.seq_len)
-
-
-#: What a training checkpoint (``state.pt``) holds.
-_STATE_KEYS = ("model", "optimizer", "total", "size", "rng", "step", "seconds", "losses")
-
-
-def _load_state(path: Path) -> dict:
-    """A training checkpoint, read with torch's restricted unpickler (``weights_only=True``):
-    it builds tensors and plain containers only and refuses any other global before calling
-    it, so a crafted ``state.pt`` cannot run code. A refused or damaged file ends the command
-    with one line and status 2, naming it.
-    """
-    import pickle
-
-    problem = None
-    try:
-        saved = torch.load(path, weights_only=True)
-    except pickle.UnpicklingError:
-        problem = "holds more than tensors and plain data; refused, since loading it could run code"
-    except Exception as error:  # torch raises many types for a damaged file
-        problem = f"cannot be loaded ({type(error).__name__})"
-    else:
-        if not isinstance(saved, dict) or any(key not in saved for key in _STATE_KEYS):
-            problem = "is not a training checkpoint of this script"
-    if problem is not None:
-        print(f"error: {path} {problem}; remove it to start afresh", file=sys.stderr)
-        raise SystemExit(2)
-    return saved
-
-
-def _atomic_save(obj, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
 def main(argv: Sequence[str] | None = None) -> dict:
     """Run the whole pretraining pipeline; returns the summary written to ``training.json``.
 
@@ -390,44 +174,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     summary["device"] = args.device
 
     # 1. Corpus splits.
-    if args.corpus is not None:
-        try:
-            splits = load_splits(args.corpus)
-        except (OSError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            raise SystemExit(2) from None
-        summary["corpus_seconds"] = 0.0
-    else:
-        corpus_dir = out.parent / f"{out.name}-corpus"
-        try:
-            splits = load_splits(corpus_dir)  # built by an earlier, interrupted run
-            summary["corpus_seconds"] = 0.0
-        except (OSError, ValueError):
-            splits = build_with_progress(
-                args.train,
-                args.heldout,
-                args.ood,
-                seed=args.seed,
-                workers=args.workers,
-                gold=args.gold,
-            )
-            splits.save(corpus_dir)
-            summary["corpus_seconds"] = round(time.time() - t_start, 1)
+    splits, summary["corpus_seconds"] = _corpus_splits(args, t_start)
     summary["gold"] = args.gold if args.corpus is None else "saved corpus"
 
     # 2-3. Tokenizer (trained once, kept in the checkpoint folder) and documents.
     data = _Data(splits, None, args, work)
-    tokenizer_dir = work / "tokenizer"
-    if (tokenizer_dir / "tokenizer.json").is_file():
-        from transformers import AutoTokenizer
-
-        tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(tokenizer_dir))
-    else:
-        sample = data.render(splits.train[:_TOKENIZER_DOCS], args.seed)
-        tokenizer = train_tokenizer(
-            [c + t for c, t in sample], vocab_size=args.vocab_size, model_max_length=args.seq_len
-        )
-        save_tokenizer(tokenizer, tokenizer_dir)
+    tokenizer = _tokenizer(data, work)
     data.tokenizer = tokenizer
     first, first_mask = data.epoch(0)
     levels: dict[int, int] = {}
@@ -520,10 +272,71 @@ def main(argv: Sequence[str] | None = None) -> dict:
         summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
         (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary
+    summary.update(_rates(model, tokenizer, splits, args))
+    summary["rates_seconds"] = round(time.time() - t_rates, 1)
+    summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
+    given = list(argv) if argv is not None else sys.argv[1:]
+    summary["command"] = " ".join(["python -m redqueen.tinycoder.pretrain", *given])
+    if args.notes:
+        summary["notes"] = args.notes  # a card rewritten from training.json keeps them
+    (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_model_card(out, summary, notes=args.notes)
+    print(json.dumps(summary, indent=2))
+    return summary
+
+
+def _corpus_splits(args: argparse.Namespace, t_start: float) -> tuple[CorpusSplits, float]:
+    """The corpus splits (``--corpus``, or those an interrupted run saved, or built now) and
+    the seconds building them took."""
+    if args.corpus is not None:
+        try:
+            return load_splits(args.corpus), 0.0
+        except (OSError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            raise SystemExit(2) from None
+    corpus_dir = args.out.parent / f"{args.out.name}-corpus"
+    try:
+        return load_splits(corpus_dir), 0.0  # built by an earlier, interrupted run
+    except (OSError, ValueError):
+        splits = build_with_progress(
+            args.train,
+            args.heldout,
+            args.ood,
+            seed=args.seed,
+            workers=args.workers,
+            gold=args.gold,
+        )
+        splits.save(corpus_dir)
+        return splits, round(time.time() - t_start, 1)
+
+
+def _tokenizer(data: _Data, work: Path) -> PreTrainedTokenizerFast:
+    """The run's tokenizer: trained once on the first documents, kept in the checkpoint folder."""
+    args = data.args
+    tokenizer_dir = work / "tokenizer"
+    if (tokenizer_dir / "tokenizer.json").is_file():
+        from transformers import AutoTokenizer
+
+        return cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(tokenizer_dir))
+    sample = data.render(data.splits.train[:_TOKENIZER_DOCS], args.seed)
+    tokenizer = train_tokenizer(
+        [c + t for c, t in sample], vocab_size=args.vocab_size, model_max_length=args.seq_len
+    )
+    save_tokenizer(tokenizer, tokenizer_dir)
+    return tokenizer
+
+
+def _rates(
+    model: LlamaForCausalLM,
+    tokenizer: PreTrainedTokenizerFast,
+    splits: CorpusSplits,
+    args: argparse.Namespace,
+) -> dict[str, object]:
+    """The rates on the held-out and OOD splits and the hand-written code_o accuracy."""
     # A proposal is new when no training program shares its canonical form.
     known = {canonical_key(e.program) for e in splits.train}
     with Executor(workers=args.workers or os.cpu_count() or 1) as executor:
-        summary["rates"] = {
+        rates = {
             split: measure_rates(
                 model,
                 tokenizer,
@@ -538,167 +351,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
             ).to_dict()
             for split in ("heldout", "ood")
         }
-        summary["handwritten"] = measure_handwritten(
+        handwritten = measure_handwritten(
             model, tokenizer, executor, batch_size=args.rates_batch_size
         ).summary()
-    summary["rates_seconds"] = round(time.time() - t_rates, 1)
-    summary["total_seconds"] = round(time.time() - t_start + state.earlier_seconds, 1)
-    given = list(argv) if argv is not None else sys.argv[1:]
-    summary["command"] = " ".join(["python -m redqueen.tinycoder.pretrain", *given])
-    if args.notes:
-        summary["notes"] = args.notes  # a card rewritten from training.json keeps them
-    (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n")
-    write_model_card(out, summary, notes=args.notes)
-    print(json.dumps(summary, indent=2))
-    return summary
-
-
-def _train(
-    model: LlamaForCausalLM,
-    data: _Data,
-    per_epoch: int,
-    args: argparse.Namespace,
-    *,
-    bf16: bool,
-    work: Path,
-) -> _TrainState:
-    """Every sequence of every epoch once, in a seeded order, checkpointed and resumable.
-
-    The order of epoch ``e`` is a permutation seeded by ``(seed, e)`` and the documents of an
-    epoch are a function of the seed too, so a checkpoint needs only the model, the optimizer,
-    the step and the logged losses to continue exactly. Returns where training stands.
-    """
-    device = torch.device(args.device)
-    decay = [p for p in model.parameters() if p.ndim >= 2]
-    no_decay = [p for p in model.parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=args.lr,
-        betas=(0.9, 0.95),
-        fused=device.type == "cuda",
-    )
-    steps_per_epoch = per_epoch // args.batch_size
-    total = max(1, args.epochs * steps_per_epoch)
-    if args.tokens is not None:
-        total = min(total, max(1, int(args.tokens) // (args.batch_size * args.seq_len)))
-    if args.max_steps is not None:
-        total = min(total, args.max_steps)
-    budget = None if args.max_minutes is None else 60.0 * args.max_minutes
-    state = _TrainState()
-    path = work / "state.pt"
-    stop_file = work / "STOP"
-    if path.is_file():
-        saved = _load_state(path)
-        if saved["total"] != total or saved["size"] != args.size:
-            print(
-                f"error: {path} is from a run with {saved['total']} steps of size "
-                f"{saved['size']}, not {total} of {args.size}; remove it to start afresh",
-                file=sys.stderr,
-            )
-            raise SystemExit(2)
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        state.step, state.seconds, state.losses = saved["step"], saved["seconds"], saved["losses"]
-        state.earlier_seconds = saved.get("wall_seconds", 0.0)
-        torch.set_rng_state(saved["rng"])
-
-    def save() -> None:
-        _atomic_save(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "total": total,
-                "size": args.size,
-                "wall_seconds": state.earlier_seconds + time.time() - t_wall,
-                "rng": torch.get_rng_state(),
-                "step": state.step,
-                "seconds": state.seconds,
-                "losses": state.losses,
-            },
-            path,
-        )
-
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16)
-    model.train()
-    t_wall = t_chunk = last_save = time.time()
-    seconds_before = state.seconds
-    paused = False
-    with progress_bar() as bar:
-        task = bar.add_task("train", total=total, completed=state.step, info="")
-        while state.step < total and not paused:
-            epoch, position = divmod(state.step, max(steps_per_epoch, 1))
-            if epoch >= args.epochs:
-                break
-            seqs, masks = data.epoch(epoch)
-            order = torch.randperm(
-                len(seqs), generator=torch.Generator().manual_seed(args.seed * 1000 + epoch)
-            )
-            for b in range(position, steps_per_epoch):
-                now = time.time()
-                elapsed = seconds_before + now - t_chunk
-                if state.step >= total or (budget is not None and elapsed > budget):
-                    total = state.step
-                    break
-                if (
-                    args.stop_after_minutes is not None
-                    and now - t_wall > 60 * args.stop_after_minutes
-                ) or (args.stop_at_step is not None and state.step >= args.stop_at_step):
-                    paused = True
-                    break
-                if stop_file.exists():  # someone asked this run to checkpoint and stop
-                    stop_file.unlink(missing_ok=True)
-                    paused = True
-                    break
-                fraction = elapsed / budget if budget else 0.0
-                for group in optimizer.param_groups:
-                    group["lr"] = _lr_at(state.step, total, args.lr, fraction)
-                rows = order[b * args.batch_size : (b + 1) * args.batch_size]
-                batch = seqs[rows].long().to(device)  # (batch, seq)
-                labels = batch.masked_fill(masks[rows].to(device) == 0, -100)
-                with autocast:
-                    loss = model(input_ids=batch, labels=labels).loss
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                if state.step % 10 == 0:
-                    state.losses.append(round(loss.item(), 4))
-                    bar.update(
-                        task,
-                        completed=state.step + 1,
-                        info=f"epoch {epoch + 1} loss {state.losses[-1]:.3f}",
-                    )
-                state.step += 1
-                state.seconds = seconds_before + time.time() - t_chunk
-                if time.time() - last_save > 60 * args.checkpoint_minutes:
-                    save()
-                    last_save = time.time()
-            else:
-                continue
-            break
-        bar.update(task, completed=state.step)
-    save()
-    model.eval()
-    state.total, state.paused, state.per_epoch = total, paused, steps_per_epoch
-    return state
-
-
-@torch.no_grad()
-def _mean_loss(
-    model: LlamaForCausalLM, seqs: torch.Tensor, masks: torch.Tensor, args: argparse.Namespace
-) -> float:
-    """Mean next-token loss on trained-on tokens over the first ``loss_batches`` batches."""
-    device = torch.device(args.device)
-    model.eval()
-    total, count = 0.0, 0
-    for b in range(args.loss_batches):
-        batch = seqs[b * args.batch_size : (b + 1) * args.batch_size].long().to(device)
-        if len(batch) == 0:
-            break
-        mask = masks[b * args.batch_size : (b + 1) * args.batch_size].to(device)
-        total += model(input_ids=batch, labels=batch.masked_fill(mask == 0, -100)).loss.item()
-        count += 1
-    return total / max(count, 1)
+    return {"rates": rates, "handwritten": handwritten}
 
 
 if __name__ == "__main__":

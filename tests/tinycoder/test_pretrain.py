@@ -9,8 +9,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from redqueen.tinycoder._training import _lr_at
 from redqueen.tinycoder.card import check_targets, write_model_card
-from redqueen.tinycoder.pretrain import PROFILES, _lr_at, parse_args, sequences
+from redqueen.tinycoder.pretrain import PROFILES, parse_args, sequences
 from redqueen.tinycoder.pretrain import main as pretrain
 from redqueen.tinycoder.rates import main as measure_main
 

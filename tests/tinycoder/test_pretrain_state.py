@@ -10,8 +10,9 @@ import pytest
 import torch
 from transformers import LlamaForCausalLM
 
+from redqueen.tinycoder._training import _train
 from redqueen.tinycoder.model import SIZES, tiny_coder_config
-from redqueen.tinycoder.pretrain import _train, parse_args
+from redqueen.tinycoder.pretrain import parse_args
 
 SEQ_LEN = 16
 
