@@ -28,23 +28,22 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import math
 import os
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
 from redqueen.experiments._fsync import fsync_directory
+from redqueen.experiments._run_logs import LOG_FILES, RunDirectoryError, RunLogs, jsonable
 from redqueen.experiments._safe_paths import (
     UnsafePathError,
     check_links,
     check_member_id,
     check_tree,
     open_in,
-    read_in,
     write_in,
 )
 from redqueen.experiments._yaml import safe_load
@@ -66,39 +65,6 @@ __all__ = [
     "export_adapter",
     "writer_active",
 ]
-
-#: The append-only logs of a run, by the :class:`~redqueen.environments.StepRecord` field they hold.
-LOG_FILES: dict[str, str] = {
-    "metrics": "metrics.jsonl",
-    "tasks": "tasks.jsonl",
-    "ratings": "ratings.jsonl",
-}
-
-
-class RunDirectoryError(ValueError):
-    """A run directory is missing, incomplete or holds a file that cannot be read.
-
-    The message is one line naming the file.
-    """
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain JSON for numpy/torch scalars, tuples and non-finite floats (written as null)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars, torch tensors
-        return _jsonable(value.tolist())
-    if hasattr(value, "item"):
-        return _jsonable(value.item())
-    if hasattr(value, "value") and isinstance(value.value, (str, int, float)):  # enums
-        return value.value
-    return str(value)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -123,16 +89,12 @@ def replace_directory(staging: Path, target: Path) -> None:
         shutil.rmtree(old)
 
 
-class RunDirectory:
+class RunDirectory(RunLogs):
     """Paths, log writers and readers of one run directory.
 
     Args:
         path: The run directory.
     """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._handles: dict[str, IO[str]] = {}
 
     # ------------------------------------------------------------------ paths
     @property
@@ -146,10 +108,6 @@ class RunDirectory:
     @property
     def population_dir(self) -> Path:
         return self.path / "population"
-
-    @property
-    def checkpoints_dir(self) -> Path:
-        return self.path / "checkpoints"
 
     @property
     def plots_dir(self) -> Path:
@@ -182,10 +140,6 @@ class RunDirectory:
         with file_lock(self.path / SNAPSHOT_LOCK_FILE, fcntl.LOCK_EX):
             yield
 
-    def log_path(self, kind: str) -> Path:
-        """Path of the ``kind`` log (``metrics``, ``tasks`` or ``ratings``)."""
-        return self.path / LOG_FILES[kind]
-
     def require(self) -> None:
         """Check that this is a run directory: it exists, holds ``config.yaml``, and holds
         nothing but directories and regular files (no symbolic link anywhere inside).
@@ -208,13 +162,10 @@ class RunDirectory:
         """
         check_links(self.path, *names)
 
-    def _read(self, name: str) -> bytes:
-        return read_in(self.path, name)
-
     # ----------------------------------------------------------------- config
     def write_config(self, data: Mapping[str, Any]) -> None:
         """Write the fully resolved configuration as ``config.yaml``."""
-        text = yaml.safe_dump(_jsonable(data), sort_keys=False)
+        text = yaml.safe_dump(jsonable(data), sort_keys=False)
         write_atomic(self.config_path, text.encode())
 
     def read_config(self) -> dict[str, Any]:
@@ -256,140 +207,6 @@ class RunDirectory:
         if not isinstance(plugins, list) or not all(isinstance(p, str) for p in plugins):
             raise RunDirectoryError(f"{self.plugins_path}: expected a JSON list of module names")
         return plugins
-
-    # ------------------------------------------------------------------- logs
-    def open_logs(self) -> None:
-        """Open the three logs for appending (creating them if needed)."""
-        for kind, name in LOG_FILES.items():
-            if kind not in self._handles:
-                fd = open_in(self.path, name, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-                self._handles[kind] = os.fdopen(fd, "a", encoding="utf-8")
-
-    def append(self, kind: str, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Append rows to the ``kind`` log, one JSON object a line, and flush."""
-        handle = self._handles.get(kind)
-        if handle is None:
-            raise RuntimeError(f"{LOG_FILES[kind]} is not open; call open_logs() first")
-        try:
-            for row in rows:
-                handle.write(json.dumps(_jsonable(row), separators=(", ", ": ")) + "\n")
-            handle.flush()
-        except OSError as error:
-            raise RunDirectoryError(f"{self.log_path(kind)}: cannot write ({error.strerror or error})") from None
-
-    def sync_logs(self) -> None:
-        """Flush the logs to disk (called before a checkpoint records their sizes)."""
-        for kind, handle in self._handles.items():
-            try:
-                handle.flush()
-                os.fsync(handle.fileno())
-            except OSError as error:
-                raise RunDirectoryError(f"{self.log_path(kind)}: cannot write ({error.strerror or error})") from None
-
-    def log_offsets(self) -> dict[str, int]:
-        """Current byte size of each log, by file name."""
-        offsets = {}
-        for name in LOG_FILES.values():
-            try:
-                fd = open_in(self.path, name, os.O_RDONLY)
-            except FileNotFoundError:
-                offsets[name] = 0
-                continue
-            try:
-                offsets[name] = os.fstat(fd).st_size
-            finally:
-                os.close(fd)
-        return offsets
-
-    def truncate_logs(self, offsets: Mapping[str, int]) -> None:
-        """Cut every log back to ``offsets`` (file name -> bytes); missing names mean 0.
-
-        Rows written after the checkpoint the offsets came from are dropped, so a resumed run
-        writes each step's rows exactly once.
-        """
-        self.close_logs()
-        for name in LOG_FILES.values():
-            path = self.path / name
-            size = int(offsets.get(name, 0))
-            try:
-                with os.fdopen(open_in(self.path, name, os.O_RDWR | os.O_CREAT), "r+b") as handle:
-                    if handle.seek(0, os.SEEK_END) < size:
-                        raise RunDirectoryError(
-                            f"{path} is shorter ({handle.tell()} bytes) than the checkpoint records "
-                            f"({size} bytes): rows the checkpoint counts on are gone"
-                        )
-                    handle.truncate(size)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            except OSError as error:
-                raise RunDirectoryError(f"{path}: cannot cut back to the checkpoint ({error.strerror or error})") from None
-
-    def close_logs(self) -> None:
-        """Close the log files (safe to call twice)."""
-        handles = list(self._handles.values())
-        self._handles.clear()
-        for handle in handles:
-            with contextlib.suppress(OSError):  # a full disk fails the flush; the error was reported
-                handle.close()
-
-    def read_log(self, kind: str) -> list[dict[str, Any]]:
-        """Rows of the ``kind`` log; an absent file reads as no rows.
-
-        While a run is going (its :class:`RunLock` is held), only the rows up to the latest
-        checkpoint are read, so the three logs, ``lineage.csv`` and ``population/`` describe the
-        same step. A final line cut short by a crash is skipped; any other bad line is an error.
-
-        Raises:
-            RunDirectoryError: Naming the file and line that is not JSON, or a file not UTF-8.
-        """
-        path = self.log_path(kind)
-        try:
-            fd = open_in(self.path, path.name, os.O_RDONLY)
-        except FileNotFoundError:
-            return []
-        except OSError as error:
-            raise RunDirectoryError(f"{path}: cannot read ({error.strerror or error})") from None
-        try:
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(self._snapshot_size(path.name))
-            lines = data.decode("utf-8").splitlines()
-        except UnicodeDecodeError as error:
-            raise RunDirectoryError(f"{path}: not UTF-8 text (byte {error.start})") from None
-        except OSError as error:
-            raise RunDirectoryError(f"{path}: cannot read ({error.strerror or error})") from None
-        rows: list[dict[str, Any]] = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                if number == len(lines):
-                    break
-                raise RunDirectoryError(f"{path}: line {number} is not JSON") from None
-            if not isinstance(row, dict):
-                raise RunDirectoryError(f"{path}: line {number} is not a JSON object")
-            rows.append(row)
-        return rows
-
-    def read_log_bytes(self, kind: str) -> bytes:
-        """The whole ``kind`` log as bytes (empty when absent), never read through a link."""
-        try:
-            return self._read(LOG_FILES[kind])
-        except FileNotFoundError:
-            return b""
-
-    def _snapshot_size(self, name: str) -> int:
-        """Bytes of a log a reader may read: up to the latest checkpoint while a run is going."""
-        if not writer_active(self.path):
-            return -1
-        from redqueen.experiments.checkpoint import CheckpointError, latest_checkpoint
-
-        try:
-            ckpt = latest_checkpoint(self.checkpoints_dir)
-        except CheckpointError:
-            return -1
-        return ckpt.offsets.get(name, 0) if ckpt is not None else 0
 
     # ------------------------------------------------- lineage and population
     def write_lineage(self, lineage: Any) -> None:
