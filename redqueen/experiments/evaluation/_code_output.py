@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
 from redqueen.experiments.evaluation._suite import SUITES, Problem
+
+if TYPE_CHECKING:
+    from redqueen.verifiers import ProgramRunner
 
 
 @lru_cache(maxsize=1)
@@ -75,7 +78,7 @@ class CodeOutputSuite:
         return generated.split(self.stop[0], 1)[0]
 
     def check(
-        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: ProgramRunner
     ) -> list[bool]:
         """Parse each answer as an output literal and compare it with the sandbox's gold output."""
         from redqueen.verifiers import AnswerStatus, check_answers, make_task

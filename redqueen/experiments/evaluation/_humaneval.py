@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
 from redqueen.experiments.evaluation._suite import SUITES, Problem, truncate_at_stops
 from redqueen.verifiers import CandidateTest
+
+if TYPE_CHECKING:
+    from redqueen.verifiers import Executor
 
 #: The stop sequences of the HumanEval paper's sampling code: a completion ends where the next
 #: top-level statement begins.
@@ -98,7 +101,7 @@ class HumanEvalSuite:
             expr="check(candidate)",
         )
 
-    def unrunnable(self, problems: Sequence[Problem], executor: Any) -> list[str]:
+    def unrunnable(self, problems: Sequence[Problem], executor: Executor) -> list[str]:
         """Ids of problems whose *canonical* solution fails in ``executor`` for want of a module.
 
         HumanEval's tests import ``random`` and ``hashlib``; a sandbox that provides only
@@ -114,7 +117,7 @@ class HumanEvalSuite:
         ]
 
     def check(
-        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Executor
     ) -> list[bool]:
         """Run every problem's tests on its completion; ``True`` where ``check`` passed."""
         if len(problems) != len(completions):

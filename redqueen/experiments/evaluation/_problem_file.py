@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from redqueen.experiments.evaluation._suite import Problem
 
 if TYPE_CHECKING:
-    from redqueen.verifiers import Executor
+    from redqueen.verifiers import CodeTask, ProgramRunner
 
 __all__ = ["PROBLEM_TASK_TYPES", "ProblemFileSuite", "read_problem_file"]
 
@@ -27,7 +27,7 @@ PROBLEM_TASK_TYPES: tuple[str, ...] = ("code_o", "code_i")
 _KEYS = {"program", "input", "output", "task", "id", "level"}
 
 
-def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
+def read_problem_file(path: str | Path, executor: ProgramRunner) -> list[dict[str, object]]:
     """Rows of a problem file, each with its gold output as the sandbox computes it.
 
     Every program is validated like a teacher's proposal
@@ -39,50 +39,17 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
         ValueError: ``"FILE:LINE: ..."`` naming the first bad line and what is wrong with it.
         OSError: If the file cannot be read.
     """
-    from redqueen.verifiers import (
-        LiteralParseError,
-        parse_args,
-        parse_literal,
-        validate_programs,
-        values_equal,
-    )
+    from redqueen.verifiers import validate_programs
 
     path = Path(path)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{where}: not JSON ({err.msg})") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{where}: expected an object with program and input")
-        unknown = sorted(set(row) - _KEYS)
-        if unknown:
-            raise ValueError(
-                f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
-            )
-        for key in ("program", "input"):
-            if not isinstance(row.get(key), str):
-                raise ValueError(f"{where}: field {key!r} must be a string")
-        task = row.setdefault("task", "code_o")
-        if task not in PROBLEM_TASK_TYPES:
-            raise ValueError(f"{where}: field 'task' must be code_o or code_i, got {task!r}")
-        try:
-            parse_args(row["input"])
-            if "output" in row:
-                if not isinstance(row["output"], str):
-                    raise ValueError("field 'output' must be a string (a Python literal)")
-                parse_literal(row["output"])
-        except (LiteralParseError, ValueError) as err:
-            raise ValueError(f"{where}: {err}") from None
-        row["line"] = lineno
-        rows.append(row)
+        if line.strip():
+            rows.append(_read_row(line, f"{path}:{lineno}"))
+            rows[-1]["line"] = lineno
     if not rows:
         raise ValueError(f"{path}: no problems")
-    verdicts = validate_programs([(r["program"], [r["input"]]) for r in rows], executor)
+    verdicts = validate_programs([(str(r["program"]), [str(r["input"])]) for r in rows], executor)
     for row, verdict in zip(rows, verdicts, strict=True):
         where = f"{path}:{row['line']}"
         if not verdict.ok:
@@ -90,9 +57,7 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
                 f"{where}: program is not a valid task ({verdict.reason}: {verdict.detail})"
             )
         computed = verdict.outputs[0]
-        if "output" in row and not _same_literal(
-            row["output"], computed, parse_literal, values_equal
-        ):
+        if "output" in row and not _same_literal(str(row["output"]), computed):
             raise ValueError(
                 f"{where}: field 'output' is {row['output']!r}, but the program returns {computed!r}"
             )
@@ -100,9 +65,47 @@ def read_problem_file(path: str | Path, executor: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def _same_literal(given: str, computed: str, parse_literal: Any, values_equal: Any) -> bool:
+def _read_row(line: str, where: str) -> dict[str, object]:
+    """One line of a problem file, its fields checked (``task`` defaults to ``code_o``).
+
+    Raises:
+        ValueError: ``"FILE:LINE: ..."`` saying what is wrong with the line.
+    """
+    from redqueen.verifiers import LiteralParseError, parse_args, parse_literal
+
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not JSON ({err.msg})") from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected an object with program and input")
+    unknown = sorted(set(row) - _KEYS)
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
+        )
+    for key in ("program", "input"):
+        if not isinstance(row.get(key), str):
+            raise ValueError(f"{where}: field {key!r} must be a string")
+    task = row.setdefault("task", "code_o")
+    if task not in PROBLEM_TASK_TYPES:
+        raise ValueError(f"{where}: field 'task' must be code_o or code_i, got {task!r}")
+    try:
+        parse_args(row["input"])
+        if "output" in row:
+            if not isinstance(row["output"], str):
+                raise ValueError("field 'output' must be a string (a Python literal)")
+            parse_literal(row["output"])
+    except (LiteralParseError, ValueError) as err:
+        raise ValueError(f"{where}: {err}") from None
+    return row
+
+
+def _same_literal(given: str, computed: str) -> bool:
     """Whether two ``repr`` strings denote the same value of the same type (``[1,2]`` and
     ``[1, 2]`` do; ``1`` and ``1.0``, or ``True`` and ``1``, do not), as answers are judged."""
+    from redqueen.verifiers import parse_literal, values_equal
+
     if given.strip() == computed:
         return True
     try:
@@ -129,7 +132,7 @@ class ProblemFileSuite:
 
     def __init__(
         self,
-        rows: Sequence[dict[str, Any]],
+        rows: Sequence[Mapping[str, object]],
         *,
         name: str = "problems",
         max_new_tokens: int = 64,
@@ -144,15 +147,17 @@ class ProblemFileSuite:
         self.stop: tuple[str, ...] = (SOLVE_STOP,)
 
     @classmethod
-    def from_file(cls, path: str | Path, executor: Any) -> ProblemFileSuite:
+    def from_file(cls, path: str | Path, executor: ProgramRunner) -> ProblemFileSuite:
         """Read ``path`` (see :func:`read_problem_file`); the suite is named ``problems-<stem>``."""
         return cls(read_problem_file(path, executor), name=f"problems-{Path(path).stem}")
 
     @staticmethod
-    def _task(row: Mapping[str, Any]):
+    def _task(row: Mapping[str, object]) -> CodeTask:
         from redqueen.verifiers import make_task
 
-        return make_task(row["task"], row["program"], (row["input"],), (row["output"],))
+        return make_task(
+            str(row["task"]), str(row["program"]), (str(row["input"]),), (str(row["output"]),)
+        )
 
     def problems(self, limit: int | None = None) -> list[Problem]:
         """The first ``limit`` problems in file order."""
@@ -173,13 +178,13 @@ class ProblemFileSuite:
         return generated.split(self.stop[0], 1)[0]
 
     def check(
-        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: ProgramRunner
     ) -> list[bool]:
         """Parse each answer for its task type and judge it in the sandbox."""
         return [status == "correct" for status, _ in self.judge(problems, completions, executor)]
 
     def judge(
-        self, problems: Sequence[Problem], completions: Sequence[str], executor: Executor
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: ProgramRunner
     ) -> list[tuple[str, str | None]]:
         """Each answer's status (``correct``, ``wrong`` or ``unparseable``) and the answer as
         parsed (``None`` when unparseable), so a report can tell wrong from unparseable."""

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from redqueen._registry import Registry
+
+if TYPE_CHECKING:
+    from redqueen.verifiers import Executor
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ class BenchmarkSuite(Protocol):
         ...
 
     def check(
-        self, problems: Sequence[Problem], completions: Sequence[str], executor: Any
+        self, problems: Sequence[Problem], completions: Sequence[str], executor: Executor
     ) -> list[bool]:
         """Whether each completion solves its problem, checked in ``executor``."""
         ...

@@ -15,9 +15,9 @@ from redqueen.experiments._display import error_line, shown, shown_lines
 from redqueen.experiments.evaluation._compare import comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
-from redqueen.experiments.evaluation._report import across_runs
+from redqueen.experiments.evaluation._report import EvalReport, across_runs
 from redqueen.experiments.evaluation._standalone import evaluate_model
-from redqueen.experiments.evaluation._suite import SUITES
+from redqueen.experiments.evaluation._suite import SUITES, BenchmarkSuite
 from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.rundir import RunDirectoryError
 
@@ -78,77 +78,144 @@ def eval_command(
     writes eval_<benchmark>.json/.md into each run directory. With --model instead of run
     directories: the model bare and with each --adapter, written into --out."""
     run_dirs = list(run_dirs or [])
+    baselines = list(baseline or [])
+    _check_inputs(run_dirs, model, list(adapter or []), baselines)
+    _load_plugins(plugins or [])
+    _check_benchmark(benchmark, problems)
+    for path in baselines:
+        if not path.exists():
+            raise _fail(f"baseline {path} does not exist")
+    try:
+        suite = benchmark if problems is None else _problem_suite(problems, workers)
+    except (RunDirectoryError, OSError, ImportError, ValueError) as error:
+        raise _fail(_first_line(error)) from None
+    if model is not None:
+        _evaluate_model(
+            model, suite, adapters=list(adapter or []), out=out, limit=limit, device=device,
+            batch_size=batch_size, workers=workers,
+        )
+        return
+    reports = [
+        _evaluate_run(
+            run_dir, suite, baselines=baselines, limit=limit, device=device,
+            batch_size=batch_size, workers=workers, cpu_threads=cpu_threads,
+        )
+        for run_dir in run_dirs
+    ]
+    if len(reports) > 1:
+        _print_interval(reports)
+
+
+#: Bad input while evaluating (unreadable run, adapter or model files, unknown names, a missing
+#: optional package): one line, status 2.
+_BAD_INPUT = (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+def _check_inputs(
+    run_dirs: list[Path], model: str | None, adapters: list[Path], baselines: list[Path]
+) -> None:
+    """Run directories or ``--model``, with the options that go with each, and that they exist."""
     if (model is None) == (not run_dirs):
         raise _fail("give run directories or --model, not both" if run_dirs else "give run directories or --model")
-    if adapter and model is None:
+    if adapters and model is None:
         raise _fail("--adapter needs --model (a run directory's members are its adapters)")
-    if baseline and model is not None:
+    if baselines and model is not None:
         raise _fail("--baseline needs run directories; with --model, give adapters with --adapter")
-    for path in adapter or ():
+    for path in adapters:
         if not path.exists():
             raise _fail(f"adapter {path} does not exist")
     for run_dir in run_dirs:
         if not run_dir.is_dir():
             raise _fail(f"run directory {run_dir} does not exist")
+
+
+def _load_plugins(plugins: list[str]) -> None:
+    """The installed plug-ins and those named by ``--plugin`` (which may register suites)."""
     try:
         load_plugins()
-        for spec in plugins or ():
+        for spec in plugins:
             import_plugin(spec)
     except ValueError as error:
         raise _fail(str(error)) from None
+
+
+def _check_benchmark(benchmark: str, problems: Path | None) -> None:
+    """A registered benchmark, or a problem file that exists."""
     if problems is None and benchmark not in SUITES:
         raise _fail(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(SUITES))})")
     if problems is not None and not problems.is_file():
         raise _fail(f"problems file {problems} does not exist")
-    baselines = list(baseline or [])
-    for path in baselines:
-        if not path.exists():
-            raise _fail(f"baseline {path} does not exist")
-    reports = []
+
+
+def _evaluate_model(
+    model: str,
+    suite: str | BenchmarkSuite,
+    *,
+    adapters: list[Path],
+    out: Path,
+    limit: int | None,
+    device: str,
+    batch_size: int | None,
+    workers: int | None,
+) -> None:
+    """``--model``: the model bare and with each adapter, the report printed and written."""
     try:
-        suite = benchmark if problems is None else _problem_suite(problems, workers)
-    except (RunDirectoryError, OSError, ImportError, ValueError) as error:
-        raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
-    if model is not None:
-        try:
-            report = evaluate_model(
-                model, suite, adapters=list(adapter or []), out=out, limit=limit, device=device,
-                batch_size=batch_size, workers=workers,
-            )
-        except (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError) as error:
-            raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
-        print(shown_lines(report.to_markdown()))
-        print(f"wrote {shown(out / f'eval_{report.suite}.json')} and {shown(out / f'eval_{report.suite}.md')}")
-        return
-    for run_dir in run_dirs:
-        try:
-            report = evaluate_run(
-                run_dir,
-                suite,
-                baselines=baselines,
-                limit=limit,
-                device=device,
-                batch_size=batch_size,
-                workers=workers,
-                cpu_threads=cpu_threads,
-            )
-        except (RunDirectoryError, UnknownNameError, OSError, ImportError, ValueError) as error:
-            # Bad input (unreadable run, adapter or model files, missing optional package): one line.
-            raise _fail(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
-        reports.append(report)
-        print(shown_lines(report.to_markdown()))
-        if report.baselines:
-            print(shown_lines(comparison_table([split_baselines(report)])))
-        name = report.suite
-        print(f"wrote {shown(run_dir / f'eval_{name}.json')} and {shown(run_dir / f'eval_{name}.md')}")
-    if len(reports) > 1:
-        interval = across_runs(reports)
-        if interval is not None:
-            print(
-                f"over {interval.n} runs: headline mean pass@1 {interval.mean:.3f} "
-                f"(95% CI {interval.low:.3f}-{interval.high:.3f}, t interval over runs)"
-                + ("; fewer than 5 runs: a wide, rough interval" if interval.n < 5 else "")
-            )
+        report = evaluate_model(
+            model, suite, adapters=adapters, out=out, limit=limit, device=device,
+            batch_size=batch_size, workers=workers,
+        )
+    except _BAD_INPUT as error:
+        raise _fail(_first_line(error)) from None
+    print(shown_lines(report.to_markdown()))
+    print(f"wrote {shown(out / f'eval_{report.suite}.json')} and {shown(out / f'eval_{report.suite}.md')}")
+
+
+def _evaluate_run(
+    run_dir: Path,
+    suite: str | BenchmarkSuite,
+    *,
+    baselines: list[Path],
+    limit: int | None,
+    device: str,
+    batch_size: int | None,
+    workers: int | None,
+    cpu_threads: int | None,
+) -> EvalReport:
+    """One run directory's members, base model and baselines, printed and written there."""
+    try:
+        report = evaluate_run(
+            run_dir,
+            suite,
+            baselines=baselines,
+            limit=limit,
+            device=device,
+            batch_size=batch_size,
+            workers=workers,
+            cpu_threads=cpu_threads,
+        )
+    except _BAD_INPUT as error:
+        raise _fail(_first_line(error)) from None
+    print(shown_lines(report.to_markdown()))
+    if report.baselines:
+        print(shown_lines(comparison_table([split_baselines(report)])))
+    name = report.suite
+    print(f"wrote {shown(run_dir / f'eval_{name}.json')} and {shown(run_dir / f'eval_{name}.md')}")
+    return report
+
+
+def _print_interval(reports: list[EvalReport]) -> None:
+    """The headline's t interval over runs (seeds)."""
+    interval = across_runs(reports)
+    if interval is not None:
+        print(
+            f"over {interval.n} runs: headline mean pass@1 {interval.mean:.3f} "
+            f"(95% CI {interval.low:.3f}-{interval.high:.3f}, t interval over runs)"
+            + ("; fewer than 5 runs: a wide, rough interval" if interval.n < 5 else "")
+        )
 
 
 def _problem_suite(path: Path, workers: int | None) -> ProblemFileSuite:
