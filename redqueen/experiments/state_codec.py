@@ -25,17 +25,20 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
+
+#: A JSON document as ``json.loads`` returns it (what :func:`encode_state` writes).
+JSON: TypeAlias = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
 
 
 class StateCodecError(ValueError):
     """A value cannot be encoded, or an encoded document is malformed (the message says where)."""
 
 
-def encode_state(state: Any) -> tuple[Any, dict[str, torch.Tensor]]:
+def encode_state(state: object) -> tuple[JSON, dict[str, torch.Tensor]]:
     """Split ``state`` into a JSON-serialisable document and the tensors it refers to.
 
     Tensors met more than once (the same object) are stored once.
@@ -51,7 +54,7 @@ def encode_state(state: Any) -> tuple[Any, dict[str, torch.Tensor]]:
     return encoder.encode(state, "state"), encoder.tensors
 
 
-def decode_state(document: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
+def decode_state(document: object, tensors: Mapping[str, torch.Tensor]) -> object:
     """Inverse of :func:`encode_state`.
 
     Raises:
@@ -63,9 +66,9 @@ def decode_state(document: Any, tensors: Mapping[str, torch.Tensor]) -> Any:
 class _Encoder:
     def __init__(self) -> None:
         self.tensors: dict[str, torch.Tensor] = {}
-        self._seen: dict[int, tuple[Any, str]] = {}
+        self._seen: dict[int, tuple[torch.Tensor, str]] = {}
 
-    def encode(self, value: Any, where: str) -> Any:
+    def encode(self, value: object, where: str) -> JSON:
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, int) and type(value) is int:
@@ -74,31 +77,10 @@ class _Encoder:
             return value if math.isfinite(value) else {"$float": repr(value)}
         if isinstance(value, torch.Tensor):
             return self._tensor(value, where)
-        if isinstance(value, np.ndarray):
-            if value.dtype.hasobject:
-                raise StateCodecError(f"{where}: numpy arrays of dtype object cannot be stored")
-            return {
-                "$ndarray": self._store(_raw_bytes(value)),
-                "dtype": value.dtype.str,
-                "shape": list(value.shape),
-            }
-        if isinstance(value, np.generic):
-            if value.dtype.kind in "biuf" and value.dtype.itemsize <= 8:  # exact as a Python number
-                return {"$npscalar": self.encode(value.item(), where), "dtype": value.dtype.str}
-            return {
-                "$npscalar": {"$bytes": base64.b64encode(value.tobytes()).decode("ascii")},
-                "dtype": value.dtype.str,
-            }
-        if isinstance(value, Mapping):
-            return self._mapping(value, where)
-        if isinstance(value, tuple):
-            return {"$tuple": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
-        if isinstance(value, list):
-            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        if isinstance(value, (set, frozenset)):
-            items = sorted(value, key=repr)
-            tag = "$set" if isinstance(value, set) else "$frozenset"
-            return {tag: [self.encode(v, f"{where}{{{v!r}}}") for v in items]}
+        if isinstance(value, (np.ndarray, np.generic)):
+            return self._numpy(value, where)
+        if isinstance(value, (Mapping, tuple, list, set, frozenset)):
+            return self._container(value, where)
         if isinstance(value, bytes):
             return {"$bytes": base64.b64encode(value).decode("ascii")}
         if isinstance(value, torch.dtype):
@@ -115,9 +97,45 @@ class _Encoder:
             "checkpoint (state must be plain data: dicts, lists, tuples, numbers, strings, arrays, tensors)"
         )
 
-    def _mapping(self, value: Mapping[Any, Any], where: str) -> Any:
-        if all(isinstance(k, str) and not k.startswith("$") for k in value):
-            return {k: self.encode(v, f"{where}[{k!r}]") for k, v in value.items()}
+    def _numpy(self, value: np.ndarray | np.generic, where: str) -> JSON:
+        if isinstance(value, np.ndarray):
+            if value.dtype.hasobject:
+                raise StateCodecError(f"{where}: numpy arrays of dtype object cannot be stored")
+            return {
+                "$ndarray": self._store(_raw_bytes(value)),
+                "dtype": value.dtype.str,
+                "shape": list(value.shape),
+            }
+        if value.dtype.kind in "biuf" and value.dtype.itemsize <= 8:  # exact as a Python number
+            return {"$npscalar": self.encode(value.item(), where), "dtype": value.dtype.str}
+        return {
+            "$npscalar": {"$bytes": base64.b64encode(value.tobytes()).decode("ascii")},
+            "dtype": value.dtype.str,
+        }
+
+    def _container(
+        self,
+        value: Mapping[object, object]
+        | tuple[object, ...]
+        | list[object]
+        | set[object]
+        | frozenset[object],
+        where: str,
+    ) -> JSON:
+        if isinstance(value, Mapping):
+            return self._mapping(value, where)
+        if isinstance(value, tuple):
+            return {"$tuple": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        if isinstance(value, list):
+            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        items = sorted(value, key=repr)
+        tag = "$set" if isinstance(value, set) else "$frozenset"
+        return {tag: [self.encode(v, f"{where}{{{v!r}}}") for v in items]}
+
+    def _mapping(self, value: Mapping[object, object], where: str) -> JSON:
+        named = {k: v for k, v in value.items() if isinstance(k, str) and not k.startswith("$")}
+        if len(named) == len(value):
+            return {k: self.encode(v, f"{where}[{k!r}]") for k, v in named.items()}
         return {
             "$dict": [
                 [self.encode(k, f"{where} key {k!r}"), self.encode(v, f"{where}[{k!r}]")]
@@ -125,14 +143,14 @@ class _Encoder:
             ]
         }
 
-    def _tensor(self, value: torch.Tensor, where: str) -> Any:
+    def _tensor(self, value: torch.Tensor, where: str) -> JSON:
         seen = self._seen.get(id(value))
         if seen is not None and seen[0] is value:
             key = seen[1]
         else:
             key = self._store(value.detach().to("cpu", copy=True).contiguous())
             self._seen[id(value)] = (value, key)
-        node: dict[str, Any] = {"$tensor": key}
+        node: dict[str, JSON] = {"$tensor": key}
         if value.requires_grad:
             node["requires_grad"] = True
         return node
@@ -143,7 +161,7 @@ class _Encoder:
         return key
 
 
-def _decode(node: Any, tensors: Mapping[str, torch.Tensor], where: str) -> Any:
+def _decode(node: object, tensors: Mapping[str, torch.Tensor], where: str) -> object:
     if node is None or isinstance(node, (bool, str, int, float)):
         return node
     if isinstance(node, list):
@@ -173,7 +191,7 @@ def _raw_bytes(array: np.ndarray) -> torch.Tensor:
     )
 
 
-def _tensor_of(key: Any, tensors: Mapping[str, torch.Tensor], where: str) -> torch.Tensor:
+def _tensor_of(key: object, tensors: Mapping[str, torch.Tensor], where: str) -> torch.Tensor:
     if not isinstance(key, str) or key not in tensors:
         raise StateCodecError(f"{where}: tensor {key!r} is missing from the tensor file")
     return tensors[key]
@@ -206,7 +224,7 @@ def _read_npscalar(
 
 def _read_dict(
     node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where: str
-) -> dict[Any, Any]:
+) -> dict[object, object]:
     return {
         _decode(k, tensors, f"{where} key"): _decode(v, tensors, f"{where}[{k!r}]")
         for k, v in node["$dict"]
@@ -239,14 +257,14 @@ def _read_float(node: dict[str, Any], tensors: Mapping[str, torch.Tensor], where
 
 def _items(
     node: dict[str, Any], tag: str, tensors: Mapping[str, torch.Tensor], where: str
-) -> list[Any]:
+) -> list[object]:
     values = node[tag]
     if not isinstance(values, list):
         raise StateCodecError(f"{where}: {tag} must hold a list")
     return [_decode(v, tensors, f"{where}[{i}]") for i, v in enumerate(values)]
 
 
-_READERS: dict[str, Callable[[dict[str, Any], Mapping[str, torch.Tensor], str], Any]] = {
+_READERS: dict[str, Callable[[dict[str, Any], Mapping[str, torch.Tensor], str], object]] = {
     "$tensor": _read_tensor,
     "$ndarray": _read_ndarray,
     "$npscalar": _read_npscalar,
