@@ -10,16 +10,16 @@ are read back in one call, and a restored population resets the host.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from redqueen.evo import FrozenMember, Individual
 from redqueen.genomes import LoRAGenome
+from redqueen.settings import ClusterSettings, EngineSettings, ExecutorSettings, LearnerSettings
 
 if TYPE_CHECKING:  # annotations only: the engine loads transformers when imported
-    from redqueen.engine import HostProtocol, LearnerConfig, LearnerProtocol
+    from redqueen.engine import AdapterHost, HostProtocol, LearnerProtocol
     from redqueen.engine.distributed import RayAdapterHost
     from redqueen.verifiers import Sandbox
 
@@ -27,51 +27,79 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 
 def open_engine(
+    engine: EngineSettings,
     *,
-    model: str | Path | None,
-    host: HostProtocol | None,
-    backend: str,
-    device: str,
-    dtype: str | None,
-    target_modules: Sequence[str] | None,
-    learner: LearnerConfig | None,
-    executor: Mapping[str, Any] | None,
+    cluster: ClusterSettings,
+    learner: LearnerSettings,
+    executor: ExecutorSettings,
+    host: HostProtocol | None = None,
 ) -> tuple[HostProtocol, LearnerProtocol, Sandbox]:
-    """The adapter host (loaded unless given), its learner and a sandbox executor.
+    """The adapter host with its learner and sandbox: ``host`` when given, else the base model
+    ``engine`` names, loaded in this process or, with ``cluster.workers > 0``, on Ray workers
+    (whose learner steps and sandbox run there too).
 
     Raises:
-        OSError: If the base model cannot be loaded.
-        ValueError: If ``dtype`` is unknown or a given host already holds adapters.
+        OSError: If the base model cannot be loaded (the message names the model).
+        ValueError: ``"engine: ..."`` if the cluster cannot be joined; if a given host
+            already holds adapters.
     """
-    from redqueen.engine import AdapterHost, Learner, LearnerConfig
+    from redqueen.engine import Learner
     from redqueen.verifiers import Executor
 
-    if host is None:
-        if dtype is not None and dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
-        path = model  # None or a shipped name: AdapterHost resolves it
-        try:
-            host = AdapterHost(
-                path,
-                device=device,
-                dtype=_DTYPES[dtype] if dtype else None,
-                target_modules=target_modules,
-                backend=backend,
-            )
-        except (OSError, ValueError) as error:
-            # Loading is I/O: say so, so that callers can name the model as the culprit.
-            message = str(error)
-            if str(model) not in message:
-                message = f"cannot load model {str(model)!r}: {message}"
-            raise OSError(message) from error
+    if host is None and cluster.workers > 0:
+        host = _cluster_host(engine, cluster)
+    elif host is None:
+        host = _local_host(engine)
     elif host.adapter_ids:
         raise ValueError(f"the host must hold no adapters, it holds {host.adapter_ids}")
-    config = learner if learner is not None else LearnerConfig()
     if hasattr(host, "make_learner"):  # a cluster host: learner steps and sandbox on its workers
-        cluster = cast("RayAdapterHost", host)
-        return cluster, cluster.make_learner(config), cluster.make_executor(executor)
-    trainer = Learner(cast(AdapterHost, host), config)
-    return host, trainer, Executor(**dict(executor or {}))
+        ray_host = cast("RayAdapterHost", host)
+        return ray_host, ray_host.make_learner(learner), ray_host.make_executor(executor.model_dump())
+    trainer = Learner(cast("AdapterHost", host), learner)
+    return host, trainer, Executor(**executor.model_dump())
+
+
+def _local_host(engine: EngineSettings) -> HostProtocol:
+    """The base model ``engine`` names, loaded in this process."""
+    from redqueen.engine import AdapterHost
+
+    try:
+        return AdapterHost(
+            engine.name,
+            device=engine.device,
+            dtype=_DTYPES[engine.dtype] if engine.dtype else None,
+            target_modules=engine.target_modules,
+            backend=engine.backend,
+        )
+    except (OSError, ValueError) as error:
+        # Loading is I/O: say so, so that callers can name the model as the culprit.
+        message = str(error)
+        if engine.name not in message:
+            message = f"cannot load model {engine.name!r}: {message}"
+        raise OSError(message) from error
+
+
+def _cluster_host(engine: EngineSettings, cluster: ClusterSettings) -> HostProtocol:
+    """The base model ``engine`` names, one copy per Ray worker (``cpu_threads`` per worker;
+    ``"auto"`` measures this machine, so workers keep torch's default)."""
+    from redqueen.engine.distributed import ClusterError, RayAdapterHost
+
+    try:
+        return RayAdapterHost(
+            engine.name,
+            workers=cluster.workers,
+            device=engine.device,
+            dtype=engine.dtype,
+            target_modules=engine.target_modules,
+            backend=engine.backend,
+            address=cluster.ray_address,
+            cpus_per_worker=cluster.cpus_per_worker,
+            gpus_per_worker=cluster.gpus_per_worker,
+            placement=cluster.placement,
+            cpu_threads=None if engine.cpu_threads == "auto" else engine.cpu_threads,
+        )
+    except ClusterError as error:
+        raise ValueError(f"engine: {error}") from None
 
 
 class AdapterSync:

@@ -30,71 +30,11 @@ from redqueen.engine import (
 from redqueen.environments._domain import ANSWER_STATUSES, Rejected, TaskDomain
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_for
 from redqueen.fitness import StudentReward, TeacherReward
+from redqueen.settings import GameSettings, SamplingSettings
 from redqueen.verifiers import ProgramRunner
 
 #: Reason recorded for a proposal the domain cannot parse.
 UNPARSEABLE = "unparseable"
-
-
-@dataclass(frozen=True)
-class GameSettings:
-    """How much each adapter proposes and answers per step, and how it samples.
-
-    Attributes:
-        task_types: Task types proposed, cycled over each proposer's batch (the offset moves
-            with the step so every type is proposed equally often over time); empty means
-            every type of the domain (see :meth:`for_domain`).
-        tasks_per_teacher: Proposals per proposing adapter per step.
-        answers_per_task: Answers ``n`` sampled per valid task.
-        references: Reference examples ``K`` per proposal prompt.
-        buffer_size: Task buffer capacity.
-        propose_max_new_tokens: Token budget of a proposal.
-        solve_max_new_tokens: Token budget of an answer.
-        temperature: Sampling temperature (1 keeps the policy gradient unbiased).
-        top_p: Nucleus mass.
-        base_probe_answers: Answers the frozen base model samples per valid task to measure
-            its solve rate (a difficulty probe independent of the population); ``0`` turns the
-            probe off.
-
-    Raises:
-        ValueError: If a count is below its minimum.
-    """
-
-    task_types: tuple[str, ...] = ()
-    tasks_per_teacher: int = 3
-    answers_per_task: int = 4
-    references: int = 3
-    buffer_size: int = 256
-    propose_max_new_tokens: int = 128
-    solve_max_new_tokens: int = 96
-    temperature: float = 1.0
-    top_p: float = 1.0
-    base_probe_answers: int = 2
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "task_types", tuple(self.task_types))
-        for name in ("tasks_per_teacher", "answers_per_task", "buffer_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"GameSettings.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("references", "base_probe_answers"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"GameSettings.{name} must be >= 0, got {getattr(self, name)}")
-
-    def for_domain(self, domain: TaskDomain[Any, Any, Any]) -> GameSettings:
-        """These settings with ``task_types`` checked against ``domain`` (empty: all of its types).
-
-        Raises:
-            ValueError: If a task type is not one of the domain's.
-        """
-        if not self.task_types:
-            return replace(self, task_types=tuple(domain.task_types))
-        unknown = [t for t in self.task_types if t not in domain.task_types]
-        if unknown:
-            raise ValueError(
-                f"GameSettings.task_types: {unknown!r} not task types of the domain "
-                f"(known: {', '.join(domain.task_types)})"
-            )
-        return self
 
 
 @dataclass
@@ -144,6 +84,7 @@ def propose(
     pairs: Sequence[tuple[str, str]],
     buffer: TaskBuffer | TaskBuffers,
     settings: GameSettings,
+    sampling: SamplingSettings,
     *,
     domain: TaskDomain[Any, Any, Any],
     step: int,
@@ -158,14 +99,14 @@ def propose(
             prompts.append(domain.propose_prompt(task_type, refs))
             adapters.append(teacher)
             played.append((teacher, student, task_type))
-    sampling = SamplingParams(
+    params = SamplingParams(
         max_new_tokens=settings.propose_max_new_tokens,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
         stop=tuple(domain.propose_stop),
         seed=seed,
     )
-    gens = host.generate(prompts, adapters, sampling) if prompts else []
+    gens = host.generate(prompts, adapters, params) if prompts else []
     return [PlayedTask(t, s, tt, g) for (t, s, tt), g in zip(played, gens, strict=True)]
 
 
@@ -214,6 +155,7 @@ def solve(
     host: HostProtocol,
     played: Sequence[PlayedTask],
     settings: GameSettings,
+    sampling: SamplingSettings,
     *,
     domain: TaskDomain[Any, Any, Any],
     seed: int,
@@ -224,21 +166,21 @@ def solve(
     if not valid:
         return
     n, probe = settings.answers_per_task, settings.base_probe_answers
-    sampling = SamplingParams(
+    params = SamplingParams(
         max_new_tokens=settings.solve_max_new_tokens,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
         stop=tuple(domain.solve_stop),
         seed=seed,
         n=n,
     )
     prompts = [domain.solve_prompt(i.task) for i in valid]
     adapters: list[str | None] = [i.student for i in valid]
-    per_row = [sampling] * len(valid)
+    per_row = [params] * len(valid)
     if probe:
         prompts += prompts
         adapters += [None] * len(valid)
-        per_row += [replace(sampling, n=probe)] * len(valid)
+        per_row += [replace(params, n=probe)] * len(valid)
     gens = host.generate(prompts, adapters, per_row)
     base = len(valid) * n
     for index, item in enumerate(valid):

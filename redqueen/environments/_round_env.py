@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Collection, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from redqueen.engine import HostProtocol, LearnerConfig, LearnerProtocol, StepStats
+from redqueen.engine import HostProtocol, LearnerProtocol, StepStats
 from redqueen.environments._accounting import learning_metrics, member_accounting
 from redqueen.environments._adapters import AdapterSync, open_engine
 from redqueen.environments._domain import (
@@ -32,7 +31,6 @@ from redqueen.environments._game_stats import base_lift, match_outcomes, step_me
 from redqueen.environments._league_view import LeagueView
 from redqueen.environments._member_stats import MemberStats
 from redqueen.environments._round import (
-    GameSettings,
     PlayedTask,
     grade,
     grade_base,
@@ -44,8 +42,18 @@ from redqueen.environments._round import (
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
 from redqueen.evo import League, ReplacementConfig
-from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
+from redqueen.fitness import Objectives, StudentReward, TeacherReward, match_score
 from redqueen.genomes import LoRAGenome
+from redqueen.settings import (
+    ClusterSettings,
+    EngineSettings,
+    GameSettings,
+    LearnerSettings,
+    MatchmakingSettings,
+    ObjectiveSettings,
+    PopulationSettings,
+    SamplingSettings,
+)
 from redqueen.verifiers import Sandbox
 
 
@@ -87,7 +95,14 @@ class RoundEnv(LeagueView, Environment):
 
     #: Whether small whitening groups pool across adapters of a role (see ``learn``); a
     #: baseline of independent agents sets it to ``False``.
-    pool_across_adapters: bool = True
+    pool_across_adapters: ClassVar[bool] = True
+    #: Whether members carry ratings.
+    rated: ClassVar[bool] = True
+    #: One task buffer per proposer (independent agents) instead of one shared buffer.
+    per_member_buffers: ClassVar[bool] = False
+    #: PFSP matchmaking of the league (``None``: the league's pairing of its roles).
+    matchmaking: MatchmakingSettings | None = None
+    sampling: SamplingSettings
     #: Behaviour cells filled so far (plain strings, kept in the checkpoint).
     cells: set[str]
     #: Tokens the base-model probe generated in the last step.
@@ -98,102 +113,124 @@ class RoundEnv(LeagueView, Environment):
     def __init__(
         self,
         *,
-        sizes: Mapping[str, int],
-        objectives: Mapping[str, Objectives],
-        rated: bool,
-        per_member_buffers: bool,
-        replacement: ReplacementConfig | None,
-        matchmaker: PFSPMatchmaker | None,
-        model: str | Path | None,
-        host: HostProtocol | None,
-        backend: str,
-        device: str,
-        dtype: str | None,
-        target_modules: Sequence[str] | None,
-        rank: int,
-        alpha: float,
-        init: str,
-        init_std: float,
-        domain: TaskDomain[Any, Any, Any] | None,
-        settings: GameSettings | None,
-        teacher_reward: TeacherReward | None,
-        student_reward: StudentReward | None,
-        learner: LearnerConfig | None,
-        executor: Mapping[str, Any] | None,
-        seed: int,
+        engine: EngineSettings | None = None,
+        cluster: ClusterSettings | None = None,
+        population: PopulationSettings | None = None,
+        game: GameSettings | None = None,
+        sampling: SamplingSettings | None = None,
+        learner: LearnerSettings | None = None,
+        replacement: ReplacementConfig | None = None,
+        objectives: ObjectiveSettings | None = None,
+        domain: TaskDomain[Any, Any, Any] | None = None,
+        host: HostProtocol | None = None,
+        seed: int = 0,
     ) -> None:
-        """Build the parts every round needs, then found ``sizes[role]`` members per role.
+        """Build the parts every round needs, then found the members of each role.
 
-        The league comes first (it checks operator names before any model loads); the engine
-        (host, learner, sandbox) next; founders last, their genomes drawn from a generator
-        seeded with ``seed``. The sandbox is shut down if founding fails.
+        The settings are checked first (:meth:`check_settings`), the league next (it checks
+        operator names before any model loads), the engine (host, learner, sandbox) after it,
+        founders last, their genomes drawn from a generator seeded with ``seed``. The sandbox is
+        shut down if founding fails. Every settings object defaults to its own defaults.
 
         Args:
-            sizes: Role -> number of founders, in founding order.
-            objectives: Role -> its objective vector.
-            rated: Whether members carry ratings.
-            per_member_buffers: One task buffer per proposer (independent agents) instead of
-                one shared buffer.
-            replacement: The league's replacement settings.
-            matchmaker: The league's PFSP matchmaking.
+            engine: The base model and where it runs (``model:``).
+            cluster: Ray workers (``engine:``); ``workers: 0`` runs in this process.
+            population: Role sizes (:attr:`roles` read theirs) and the founders' genomes.
+            game: Per-step budgets, rewards and the sandbox; its task types must be the
+                domain's (empty: all of them).
+            sampling: Temperature and nucleus mass of proposals and answers.
+            learner: The REINFORCE++ update.
+            replacement: The league's replacement (default: :meth:`default_replacement`).
+            objectives: Objective names per role.
+            domain: The task domain (default: the code domain with its default settings).
+            host: An already built :class:`redqueen.engine.AdapterHost` to use instead of
+                loading ``engine.name`` (it must hold no adapters; the environment owns the
+                ones it adds).
             seed: Seeds every random choice: ``random`` and numpy generators (pairing draws from
                 the numpy one), the evolution loop (``seed + 1``) and the founders' genomes.
-            Others: as documented by :class:`~redqueen.environments.CoevolutionEnv`.
+
+        Raises:
+            ValueError: ``"<config key>: ..."`` for settings this environment cannot play with.
+            OSError: If the base model cannot be loaded.
         """
+        population = population or PopulationSettings()
+        replacement = replacement or self.default_replacement()
+        self.check_settings(population, replacement)
         self.domain = domain if domain is not None else make_domain("code")
-        self.settings = (settings or GameSettings()).for_domain(self.domain)
-        self.teacher_reward = teacher_reward or TeacherReward()
-        self.student_reward = student_reward or StudentReward()
+        self.settings = (game or GameSettings()).for_domain(tuple(self.domain.task_types))
+        self.sampling = sampling or SamplingSettings()
+        self.teacher_reward = TeacherReward.from_settings(self.settings.teacher_reward)
+        self.student_reward = StudentReward.from_settings(self.settings.student_reward)
         self.seed = int(seed)
         self.step_count = 0
         self.py_rng = random.Random(self.seed)
         self.np_rng = np.random.default_rng(self.seed)
+        objectives = objectives or ObjectiveSettings()
         self.league = League(  # checks operator names before any model loads
-            roles=tuple(sizes),
-            objectives=objectives,
+            roles=self.roles,
+            objectives={role: Objectives(objectives.of(role)) for role in self.roles},
             pairing_rng=self.np_rng,
             evolution_rng=np.random.default_rng(self.seed + 1),
             replacement=replacement,
-            matchmaker=matchmaker,
-            rated=rated,
+            matchmaker=None if self.matchmaking is None else self.matchmaking.matchmaker(),
+            rated=self.rated,
         )
-        buffers = TaskBuffers if per_member_buffers else TaskBuffer
+        buffers = TaskBuffers if self.per_member_buffers else TaskBuffer
         self.buffer = buffers(capacity=self.settings.buffer_size, seed=self.domain.seed_examples())
         self.signatures = set()
         self.cells = set()
         self.executor = None
         self.host, self.learner, self.executor = open_engine(
-            model=model,
+            engine or EngineSettings(),
+            cluster=cluster or ClusterSettings(),
+            learner=learner or LearnerSettings(),
+            executor=self.settings.executor,
             host=host,
-            backend=backend,
-            device=device,
-            dtype=dtype,
-            target_modules=target_modules,
-            learner=learner,
-            executor=executor,
         )
+        self.base_model_path = str(self.host.model_path)
         self.adapters = AdapterSync(self.host, self.learner)
         self.stats = MemberStats(self.settings.task_types)
         self.league.add_listener(self.adapters)
         self.league.add_listener(self.stats)
         self.league.trained, self.league.describer = self.adapters, self.stats
-        init_rng = torch.Generator().manual_seed(self.seed)
         try:
-            for role, size in sizes.items():
-                for _ in range(size):
-                    genome = LoRAGenome.random(
-                        self.host.module_shapes,
-                        rank=rank,
-                        alpha=alpha,
-                        rng=init_rng,
-                        init=init,
-                        std=init_std,
-                        base_model=str(self.host.model_path),
-                    )
-                    self.league.found(role, genome)
+            self._found(population)
         except BaseException:
             self.close()  # no sandbox processes outlive a failed construction
             raise
+
+    def default_replacement(self) -> ReplacementConfig:
+        """The replacement settings when none are given: the evolution core's defaults."""
+        return ReplacementConfig()
+
+    def check_settings(self, population: PopulationSettings, replacement: ReplacementConfig) -> None:
+        """Refuse settings this environment cannot play with, before anything is built.
+
+        Raises:
+            ValueError: ``"population.<size>: ..."`` when one of :attr:`roles` has no members.
+        """
+        for role in self.roles:
+            if population.size_of(role) < 1:
+                raise ValueError(
+                    f"population.{population.size_field(role)}: {self.name or type(self).__name__} "
+                    f"needs at least one {role}"
+                )
+
+    def _found(self, genome: PopulationSettings) -> None:
+        """Found the members of every role, their genomes drawn from one seeded generator."""
+        init_rng = torch.Generator().manual_seed(self.seed)
+        for role in self.roles:
+            for _ in range(genome.size_of(role)):
+                founder = LoRAGenome.random(
+                    self.host.module_shapes,
+                    rank=genome.rank,
+                    alpha=genome.alpha,
+                    rng=init_rng,
+                    init=genome.init,
+                    std=genome.init_std,
+                    base_model=str(self.host.model_path),
+                )
+                self.league.found(role, founder)
 
     def _play(
         self,
@@ -221,6 +258,7 @@ class RoundEnv(LeagueView, Environment):
             pairs,
             self.buffer,
             self.settings,
+            self.sampling,
             domain=self.domain,
             step=step,
             py_rng=self.py_rng,
@@ -229,7 +267,7 @@ class RoundEnv(LeagueView, Environment):
         lap("propose")
         verify(played, self.domain, self._sandbox(), self.buffer)
         lap("verify")
-        solve(self.host, played, self.settings, domain=self.domain, seed=solve_seed)
+        solve(self.host, played, self.settings, self.sampling, domain=self.domain, seed=solve_seed)
         lap("solve")
         grade(played, self.domain, self._sandbox(), self.teacher_reward, self.student_reward)
         self.probe_tokens = grade_base(self.domain, self._sandbox(), played)
@@ -382,13 +420,14 @@ class RoundEnv(LeagueView, Environment):
                 keys,
                 buffer,
                 self.settings,
+                self.sampling,
                 domain=self.domain,
                 step=0,
                 py_rng=random.Random(seed),
                 seed=seed,
             )
             verify(played, self.domain, self._sandbox(), buffer)
-            solve(self.host, played, self.settings, domain=self.domain, seed=seed + 1)
+            solve(self.host, played, self.settings, self.sampling, domain=self.domain, seed=seed + 1)
             grade(played, self.domain, self._sandbox(), self.teacher_reward, self.student_reward)
         finally:
             for proposer, solver in keys:

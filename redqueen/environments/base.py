@@ -1,19 +1,30 @@
-"""The :class:`Environment` protocol every environment implements.
+"""The :class:`Environment` base every environment implements.
 
-An environment owns its population, lineage and everything it learns; the experiment runner
-only calls :meth:`Environment.step`, writes what the step reports, and checkpoints
+An environment owns its :class:`redqueen.evo.League` (population, lineage, ratings, births and
+deaths) and everything it learns; the experiment runner only calls :meth:`Environment.step`,
+writes what the step reports and the league's lineage and members, and checkpoints
 :meth:`Environment.state_dict`. That is the whole contract, so the runner drives the
-co-evolution environment, the self-play baseline and the surrogate environment alike.
+co-evolution environment, the self-play baseline, the surrogate environments and plug-ins alike.
+
+How a configuration reaches an environment is read from its constructor: each keyword
+parameter is typed with a settings object of :mod:`redqueen.settings` (the configuration
+section of that type is handed over whole), ``seed: int``, a task domain, or ``options``, a
+settings model of the environment's own (``environment.options``). See
+``docs/writing-a-plugin.md``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from redqueen._registry import Registry
+
+if TYPE_CHECKING:
+    from redqueen.evo import League
+    from redqueen.genomes import LoRAGenome
 
 
 @dataclass
@@ -41,18 +52,24 @@ class StepRecord:
 class Environment(ABC):
     """A (co-)evolutionary environment advanced one step at a time.
 
-    Subclasses hold a :class:`redqueen.evo.Population` in ``population`` and a
-    :class:`redqueen.evo.Lineage` in ``lineage``, and count finished steps in ``step_count``.
+    Subclasses keep their members in a :class:`redqueen.evo.League` (:attr:`league`: the one
+    owner of births and deaths, lineage and ratings) and count finished steps in
+    ``step_count``.
     """
 
     #: Registry name; set by :data:`ENVIRONMENTS` registration.
     name: ClassVar[str] = ""
 
-    #: Configuration keys this environment reads: sections (``"learner"``) or fields
-    #: (``"population.solo"``), besides those every run reads. A key a configuration sets
-    #: (to other than its default) that nothing reads is an error at load, naming the key.
-    #: ``None``: the keys its constructor's keyword arguments are built from.
-    config_sections: ClassVar[tuple[str, ...] | None] = None
+    #: The roles of the members (``"teacher"``, ``"student"``, ``"solo"``); each reads its size
+    #: in ``population`` and its objectives in ``objectives``.
+    roles: ClassVar[tuple[str, ...]] = ()
+
+    #: Population, lineage, ratings, matchmaking, replacement and hall of fame.
+    league: League
+
+    #: The base model the members' adapters sit on (written into exported PEFT adapters);
+    #: ``None`` when there is none to name.
+    base_model_path: str | None = None
 
     #: Objective names, per role, that members carry in ``objectives``; ``objectives.<role>``
     #: is checked against them (and the registered objectives) at load. ``None``: not checked.
@@ -76,6 +93,17 @@ class Environment(ABC):
     def close(self) -> None:
         """Release processes and memory (executors, models). Safe to call twice."""
         return None
+
+
+@runtime_checkable
+class MatchPlayer(Protocol):
+    """An environment that can play matches between genomes outside its run (``redqueen ciao``)."""
+
+    def play_matches(
+        self, pairs: Sequence[tuple[LoRAGenome, LoRAGenome]], *, seed: int
+    ) -> list[float]:
+        """Each pair's score for its second member, in [0, 1]."""
+        ...
 
 
 #: Registered environment classes, by name.

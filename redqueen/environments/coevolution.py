@@ -13,112 +13,68 @@ members through the operator library, the adapter host following births and deat
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from redqueen.environments._domain import TaskDomain
 from redqueen.environments._game_stats import match_outcomes
-from redqueen.environments._round import GameSettings
 from redqueen.environments._round_env import RoundEnv
 from redqueen.environments.base import ENVIRONMENTS, StepRecord
-from redqueen.evo import ReplacementConfig
-from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward
+from redqueen.settings import (
+    ClusterSettings,
+    EngineSettings,
+    GameSettings,
+    LearnerSettings,
+    MatchmakingSettings,
+    ObjectiveSettings,
+    PopulationSettings,
+    ReplacementConfig,
+    SamplingSettings,
+)
+
+if TYPE_CHECKING:
+    from redqueen.engine import HostProtocol
 
 ROLES = ("teacher", "student")
+
+
+class CoevolutionArgs(TypedDict, total=False):
+    """The settings objects a round environment takes (see :class:`RoundEnv`)."""
+
+    engine: EngineSettings | None
+    cluster: ClusterSettings | None
+    population: PopulationSettings | None
+    game: GameSettings | None
+    sampling: SamplingSettings | None
+    learner: LearnerSettings | None
+    replacement: ReplacementConfig | None
+    objectives: ObjectiveSettings | None
+    domain: TaskDomain[Any, Any, Any] | None
+    host: HostProtocol | None
+    seed: int
 
 
 @ENVIRONMENTS.register("coevolution")
 class CoevolutionEnv(RoundEnv):
     """Teachers propose tasks of a domain (code by default), students solve them; both evolve.
 
+    Takes the settings objects of :class:`RoundEnv` (each defaulting to its own defaults) and
+    the league's PFSP matchmaking, with its share of opponents from the hall of fame.
+
     Args:
-        model: Base model id or path; ``"tiny-coder"`` (or ``None``) is the shipped model.
-        host: An already built :class:`redqueen.engine.AdapterHost` to use instead of loading
-            ``model`` (it must hold no adapters; the environment owns the ones it adds).
-        backend: Generation backend name.
-        device: Torch device of the base model.
-        dtype: Base model dtype (``"float32"``, ``"bfloat16"``, ...; ``None``: the host's default).
-        target_modules: Linear modules that carry LoRA factors (``None``: every projection).
-        teachers: Number of teachers.
-        students: Number of students.
-        rank: LoRA rank of every genome.
-        alpha: LoRA alpha of every genome.
-        init: Initialisation of founders (``"peft"``: B = 0, or ``"gaussian"``).
-        init_std: Standard deviation of ``"gaussian"`` founders.
-        domain: The task domain (default: the code domain with its default settings).
-        settings: Per-step budgets and sampling (:class:`GameSettings`); its task types must
-            be the domain's (empty: all of them).
-        teacher_reward: Reward of a proposed task.
-        student_reward: Reward of an answer.
-        replacement: The replacement step's settings (default: the evolution core's defaults).
-        matchmaker: PFSP matchmaking, with its share of opponents from the hall of fame.
-        objectives: Objective names per role (default ``("rating",)``, the conservative rating),
-            e.g. ``{"teacher": ("rating", "teacher_reward")}``.
-        learner: A :class:`redqueen.engine.LearnerConfig` (default settings if ``None``).
-        executor: Verifier executor settings ``{"workers", "timeout", "memory_mb"}``.
-        seed: Seeds every random choice (genomes, matchmaking, references, sampling, evolution).
+        matchmaking: PFSP matchmaking settings.
+        parts: The settings of :class:`RoundEnv` (``engine``, ``population``, ``game``, ...).
 
     Raises:
         ValueError: If a role has no members or a setting is out of range.
     """
 
+    roles: ClassVar[tuple[str, ...]] = ROLES
+
     def __init__(
-        self,
-        *,
-        model: str | Path | None = "tiny-coder",
-        host: Any = None,
-        backend: str = "auto",
-        device: str = "cpu",
-        dtype: str | None = None,
-        target_modules: Sequence[str] | None = None,
-        teachers: int = 4,
-        students: int = 4,
-        rank: int = 8,
-        alpha: float = 16.0,
-        init: str = "peft",
-        init_std: float = 0.02,
-        domain: TaskDomain[Any, Any, Any] | None = None,
-        settings: GameSettings | None = None,
-        teacher_reward: TeacherReward | None = None,
-        student_reward: StudentReward | None = None,
-        replacement: ReplacementConfig | None = None,
-        matchmaker: PFSPMatchmaker | None = None,
-        objectives: Mapping[str, Sequence[str]] | None = None,
-        learner: Any = None,
-        executor: Mapping[str, Any] | None = None,
-        seed: int = 0,
+        self, *, matchmaking: MatchmakingSettings | None = None, **parts: Unpack[CoevolutionArgs]
     ) -> None:
-        if teachers < 1 or students < 1:
-            raise ValueError(
-                f"CoevolutionEnv needs teachers and students, got {teachers} and {students}"
-            )
-        given = dict(objectives or {})
-        super().__init__(
-            sizes={"teacher": teachers, "student": students},
-            objectives={r: Objectives(tuple(given.get(r, ("rating",)))) for r in ROLES},
-            rated=True,
-            per_member_buffers=False,
-            replacement=replacement,
-            matchmaker=matchmaker,
-            model=model,
-            host=host,
-            backend=backend,
-            device=device,
-            dtype=dtype,
-            target_modules=target_modules,
-            rank=rank,
-            alpha=alpha,
-            init=init,
-            init_std=init_std,
-            domain=domain,
-            settings=settings,
-            teacher_reward=teacher_reward,
-            student_reward=student_reward,
-            learner=learner,
-            executor=executor,
-            seed=seed,
-        )
+        self.matchmaking = matchmaking or MatchmakingSettings()
+        super().__init__(**parts)
 
     # -- one step ---------------------------------------------------------------------------
 

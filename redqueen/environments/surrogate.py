@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from redqueen.environments._league_view import LeagueView
 from redqueen.environments._surrogate_core import (
@@ -33,122 +34,143 @@ from redqueen.environments._surrogate_core import (
     surrogate_league,
 )
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
-from redqueen.evo import Individual, ReplacementConfig, descriptor_matrix
-from redqueen.fitness import (
-    Objectives,
-    PFSPMatchmaker,
-    StudentReward,
-    TeacherReward,
-    match_score,
-)
+from redqueen.evo import Individual, descriptor_matrix
+from redqueen.fitness import Objectives, StudentReward, TeacherReward, match_score
 from redqueen.genomes import LoRAGenome
+from redqueen.settings import (
+    ClusterSettings,
+    MatchmakingSettings,
+    MatchSettings,
+    ObjectiveSettings,
+    PopulationSettings,
+    ReplacementConfig,
+    Settings,
+    StudentRewardSettings,
+    TeacherRewardSettings,
+)
 
 ROLES = ("teacher", "student")
+
+
+class SurrogateOptions(Settings):
+    """The surrogate's own settings (``environment.options``).
+
+    Attributes:
+        dim: Task dimension ``d`` (input and output of the MLP).
+        hidden: Hidden width of the MLP.
+        tolerance: Max-norm error below which an answer is correct.
+        answer_noise: Std of the answer noise (sampling temperature stand-in).
+        domain: Pre-tanh bound beyond which a task is invalid.
+        learn: Whether members take one gradient step per step.
+        lr: Learning rate of that step.
+    """
+
+    dim: int = Field(4, ge=1, le=4096)
+    hidden: int = Field(16, ge=1, le=65_536)
+    tolerance: float = Field(0.5, gt=0)
+    answer_noise: float = Field(0.1, ge=0)
+    domain: float = Field(3.0, gt=0)
+    learn: bool = True
+    lr: float = Field(0.1, ge=0)
 
 
 @ENVIRONMENTS.register("surrogate")
 class SurrogateEnv(LeagueView, Environment):
     """Teachers propose vector tasks, students answer them; LoRA genomes on a frozen torch MLP.
 
+    Every argument is a settings object; without one, the surrogate's own defaults
+    (:attr:`default_population`, :attr:`default_match`) or the object's defaults apply.
+
     Args:
-        teachers: Number of teachers.
-        students: Number of students.
-        rank: LoRA rank of every genome.
-        alpha: LoRA alpha.
-        init: Founder init, ``"peft"`` (B = 0) or ``"gaussian"``.
-        init_std: Std of gaussian founder factors.
-        dim: Task dimension ``d`` (input and output of the MLP).
-        hidden: Hidden width of the MLP.
-        tasks_per_teacher: Tasks each teacher proposes per step.
-        answers_per_task: Noisy answers the matched student gives per task.
-        tolerance: Max-norm error below which an answer is correct.
-        answer_noise: Std of the answer noise (sampling temperature stand-in).
-        domain: Pre-tanh bound beyond which a task is invalid.
-        learn: Whether members take one gradient step per step.
-        lr: Learning rate of that step.
+        population: Teachers, students and the founders' genomes.
+        match: Tasks each teacher proposes per step, noisy answers the matched student gives per task.
+        options: The surrogate's own settings (:class:`SurrogateOptions`).
         replacement: Replacement, newborn and snapshot settings (default: the evolution core's
             defaults); the evolution loop decides every birth and death.
-        matchmaker: PFSP matchmaking, including the share of opponents drawn from the hall of
-            fame (default: :class:`redqueen.fitness.PFSPMatchmaker` with no hall of fame).
-        objectives: Role -> objective names (e.g. ``("rating", "teacher_reward")``).
+        matchmaking: PFSP matchmaking, including the share of opponents drawn from the hall of
+            fame (default: no hall of fame).
+        objectives: Objective names per role (e.g. ``("rating", "teacher_reward")``).
         teacher_reward: Teacher reward (default PopuLoRA's).
         student_reward: Student reward.
+        cluster: ``workers`` Ray actors play the matches and compute the updates, each holding a
+            replica of the frozen model (``0``: this process), on ``ray_address`` (``None``: a
+            local cluster). Results do not depend on it.
         seed: Seeds the frozen model, the founders and every random choice.
-        workers: Ray actors that play the matches and compute the updates, each holding a
-            replica of the frozen model (``0``: this process). Results do not depend on it.
-        ray_address: Ray cluster to join when ``workers > 0`` (``None``: a local cluster).
 
     Raises:
-        ValueError: If a role is empty or a size is not positive.
+        ValueError: If a role is empty.
     """
 
+    roles: ClassVar[tuple[str, ...]] = ROLES
     objective_names: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
         "teacher": ("complexity", "novelty", "solve_rate", "teacher_reward", "valid_share"),
         "student": ("error", "novelty", "solve_rate", "student_reward"),
     }
+    #: Population when none is given: eight of each role, small gaussian genomes.
+    default_population: ClassVar[PopulationSettings] = PopulationSettings(
+        teachers=8, students=8, rank=4, alpha=8.0, init="gaussian", init_std=0.05
+    )
+    #: Per-step budget when none is given.
+    default_match: ClassVar[MatchSettings] = MatchSettings(tasks_per_teacher=8, answers_per_task=4)
 
     def __init__(
         self,
         *,
-        teachers: int = 8,
-        students: int = 8,
-        rank: int = 4,
-        alpha: float = 8.0,
-        init: str = "gaussian",
-        init_std: float = 0.05,
-        dim: int = 4,
-        hidden: int = 16,
-        tasks_per_teacher: int = 8,
-        answers_per_task: int = 4,
-        tolerance: float = 0.5,
-        answer_noise: float = 0.1,
-        domain: float = 3.0,
-        learn: bool = True,
-        lr: float = 0.1,
+        population: PopulationSettings | None = None,
+        match: MatchSettings | None = None,
+        options: SurrogateOptions | None = None,
         replacement: ReplacementConfig | None = None,
-        matchmaker: PFSPMatchmaker | None = None,
-        objectives: Mapping[str, Sequence[str]] | None = None,
-        teacher_reward: TeacherReward | None = None,
-        student_reward: StudentReward | None = None,
+        matchmaking: MatchmakingSettings | None = None,
+        objectives: ObjectiveSettings | None = None,
+        teacher_reward: TeacherRewardSettings | None = None,
+        student_reward: StudentRewardSettings | None = None,
+        cluster: ClusterSettings | None = None,
         seed: int = 0,
-        workers: int = 0,
-        ray_address: str | None = None,
     ) -> None:
-        for name, value in (("teachers", teachers), ("students", students), ("dim", dim), ("hidden", hidden),
-                            ("tasks_per_teacher", tasks_per_teacher), ("answers_per_task", answers_per_task)):
-            if value < 1:
-                raise ValueError(f"SurrogateEnv.{name} must be >= 1, got {value}")
-        self.dim, self.n_tasks, self.n_answers = int(dim), int(tasks_per_teacher), int(answers_per_task)
-        self.tolerance, self.answer_noise, self.domain = float(tolerance), float(answer_noise), float(domain)
-        self.learn, self.lr, self.seed = bool(learn), float(lr), int(seed)
-        self.teacher_reward = teacher_reward or TeacherReward()
-        self.student_reward = student_reward or StudentReward()
-        wanted = {role: tuple(names) for role, names in (objectives or {}).items() if role in ROLES}
-        self.objectives = {role: Objectives(wanted.get(role, ("rating",))) for role in ROLES}
+        population = population or self.default_population
+        match = match or self.default_match
+        opts = self.options = options or SurrogateOptions()
+        for role in ROLES:
+            if population.size_of(role) < 1:
+                raise ValueError(
+                    f"population.{population.size_field(role)}: the surrogate needs at least one {role}"
+                )
+        dim = opts.dim
+        self.dim, self.n_tasks, self.n_answers = dim, match.tasks_per_teacher, match.answers_per_task
+        self.tolerance, self.answer_noise, self.domain = opts.tolerance, opts.answer_noise, opts.domain
+        self.learn, self.lr, self.seed = opts.learn, opts.lr, int(seed)
+        self.teacher_reward = TeacherReward.from_settings(teacher_reward or TeacherRewardSettings())
+        self.student_reward = StudentReward.from_settings(student_reward or StudentRewardSettings())
+        wanted = objectives or ObjectiveSettings()
+        self.objectives = {role: Objectives(wanted.of(role)) for role in ROLES}
 
         gen = torch.Generator().manual_seed(self.seed)
-        self.mlp = FrozenMLP(inputs=dim, hidden=hidden, outputs=dim, gen=gen)
+        self.mlp = FrozenMLP(inputs=dim, hidden=opts.hidden, outputs=dim, gen=gen)
         self.shapes = self.mlp.shapes
         self.target = 2.0 * torch.randn(dim, dim, generator=gen) / dim**0.5  # f*(x) = sin(W x)
         self.benchmark = torch.rand(64, dim, generator=gen) * 2 - 1  # held-out tasks for evaluate()
 
+        matchmaker = (matchmaking or MatchmakingSettings()).matchmaker()
         self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
                                        objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.signatures: set[str] = set()
         self.step_count = 0
         self._skipped_updates = 0  # of the last step
-        for role, size in (("teacher", teachers), ("student", students)):
-            self.league.found_many(role, size,
-                                   lambda: LoRAGenome.random(self.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
-                                                             std=init_std, base_model="surrogate-mlp"))
+        genome = population.genome()
+        for role in ROLES:
+            self.league.found_many(role, population.size_of(role),
+                                   lambda: LoRAGenome.random(self.shapes, rank=genome.rank, alpha=genome.alpha,
+                                                             rng=gen, init=genome.init, std=genome.init_std,
+                                                             base_model="surrogate-mlp"))
         self._pool = None
-        if workers > 0:  # replicas rebuild the same frozen model from the same seed
+        cluster = cluster or ClusterSettings()
+        if cluster.workers > 0:  # replicas rebuild the same frozen model from the same seed
             from redqueen.engine.distributed import ActorMap
 
-            replica = {"teachers": 1, "students": 1, "dim": dim, "hidden": hidden, "tolerance": tolerance,
-                       "answer_noise": answer_noise, "domain": domain, "lr": lr, "seed": seed}
-            self._pool = ActorMap(SurrogateEnv, replica, actors=workers, address=ray_address)
+            replica = {"population": population.model_copy(update={"teachers": 1, "students": 1}),
+                       "options": opts, "seed": seed}
+            self._pool = ActorMap(SurrogateEnv, replica, actors=cluster.workers, address=cluster.ray_address)
 
     # -- the model -------------------------------------------------------------------------
     def forward(self, x: torch.Tensor, genome: LoRAGenome | None,

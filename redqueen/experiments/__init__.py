@@ -1,8 +1,12 @@
 """Experiments: configuration, the runner, run directories, checkpoints, plots and the CLI.
 
-- :mod:`.config`: :func:`~redqueen.experiments.config.load_config`, ``ExperimentConfig``, ``PRESETS``.
-- :mod:`.build`: ``build_environment(cfg)``; :func:`check_config` checks a configuration against
-  the registries and its environment (parameters, needs, keys nobody reads) before anything runs.
+- :mod:`.config`: :func:`~redqueen.experiments.config.load_config`, ``ExperimentConfig``, ``PRESETS``;
+  its sections are the settings objects of :mod:`redqueen.settings`. Loading a configuration
+  imports neither torch nor transformers.
+- :mod:`.build`: ``build_environment(cfg)`` and ``plan_environment(cfg)``: every environment is
+  built from the settings objects its constructor declares (:mod:`._wiring`);
+  :func:`check_config` checks a configuration against the registries and its environment
+  (parameters, needs, keys nobody reads) before anything runs.
 - :mod:`.runner`: :class:`Runner`, :func:`start_run`, :func:`resume_run` — step an environment,
   write its run directory, checkpoint atomically, stop cleanly on SIGINT.
 - :mod:`.rundir`: :class:`RunDirectory` (the files of a run) and :func:`export_adapter`.
@@ -30,6 +34,9 @@ _EXPORTS = {
     "RunDirectoryError": "rundir",
     "export_adapter": "rundir",
     "check_config": "_config_checks",
+    "EnvironmentPlan": "build",
+    "build_environment": "build",
+    "plan_environment": "build",
     "export_table": "analysis",
     "load_runs": "analysis",
     "RunError": "runner",

@@ -4,9 +4,8 @@ pydantic checks each value on its own; this module checks what needs the registr
 selection, ranking and operator names, their parameters against each entry's declared schema,
 their needs (a Pareto scheme needs several objectives, a fixed-arity crossover its number of
 parents), the objective names the environment's members carry, and that every key the
-configuration sets is read by what it configures (:func:`keys_read`: an environment's declared
-``config_sections``, its built-in builder's ``reads``, or what the standard keywords of its
-constructor read). Each failure is one line naming the key::
+configuration sets is read by what it configures (:func:`redqueen.experiments._wiring.keys_read`,
+derived from the environment's constructor). Each failure is one line naming the key::
 
     evolution.operator_params.gaussian.sigmaa: unknown parameter (known: fraction, sigma)
     learner: not read by environment 'surrogate' (set: lr)
@@ -14,19 +13,20 @@ constructor read). Each failure is one line naming the key::
 
 from __future__ import annotations
 
-import importlib
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from redqueen._registry import ParameterError, UnknownNameError
-from redqueen.experiments._settings import BUILDERS, standard_reads
+from redqueen.experiments._wiring import keys_read
 from redqueen.experiments.config import ConfigError, ExperimentConfig
 
+if TYPE_CHECKING:
+    from redqueen.environments import Environment
+
 #: Keys every run reads, whatever the environment: the runner's, the monitor's, the thread count
-#: applied before building, the environment's name, and its options (checked by its builder).
+#: applied before building, and the environment's name.
 ALWAYS_READ = (
     "steps",
     "seed",
@@ -34,49 +34,21 @@ ALWAYS_READ = (
     "logging",
     "model.cpu_threads",
     "environment.name",
-    "environment.options",
 )
 
-#: The population field that sizes each role.
-ROLE_SIZES = {
-    "teacher": "population.teachers",
-    "student": "population.students",
-    "solo": "population.solo",
-}
 
-
-def _import_environments() -> Any:
-    # The package's ENVIRONMENTS is complete: asking for it imports every built-in environment.
-    from redqueen.environments import ENVIRONMENTS
-
-    return ENVIRONMENTS
-
-
-def environment_class(cfg: ExperimentConfig) -> type:
+def environment_class(cfg: ExperimentConfig) -> type[Environment]:
     """The registered class of ``environment.name``.
 
     Raises:
         ConfigError: If no environment has that name.
     """
-    registry = _import_environments()
-    importlib.import_module("redqueen.experiments.build")  # registers the built-in builders
+    from redqueen.environments import ENVIRONMENTS  # complete: every built-in is imported
+
     try:
-        return registry[cfg.environment.name]
+        return ENVIRONMENTS[cfg.environment.name]
     except UnknownNameError as error:
         raise ConfigError(f"environment.name: {error}") from None
-
-
-def keys_read(cls: type, cfg: ExperimentConfig) -> tuple[str, ...]:
-    """The configuration keys the environment ``cls`` reads, besides those every run reads:
-    its ``config_sections`` when it declares them, its built-in builder's, else those of the
-    standard keywords its constructor declares (:data:`~redqueen.experiments._settings.STANDARD_SETTINGS`)."""
-    declared = getattr(cls, "config_sections", None)
-    if declared is not None:
-        return tuple(declared)
-    built_in = BUILDERS.get(cfg.environment.name)
-    if built_in is not None:
-        return built_in.reads
-    return standard_reads(cls)
 
 
 def check_config(cfg: ExperimentConfig) -> None:
@@ -86,29 +58,16 @@ def check_config(cfg: ExperimentConfig) -> None:
         ConfigError: One line naming the first offending key.
     """
     cls = environment_class(cfg)
-    read = (*ALWAYS_READ, *keys_read(cls, cfg))
+    read = (*ALWAYS_READ, *keys_read(cls))
+    if cfg.environment.options and "environment.options" not in read:
+        key = next(iter(cfg.environment.options))
+        raise ConfigError(
+            f"environment.options.{key}: {cfg.environment.name!r} takes no options; use its settings"
+        )
     check_keys_read(cfg, read, cfg.environment.name)
-    roles = [
-        role
-        for role, size in ROLE_SIZES.items()
-        if _covered(size, read) and _covered(f"objectives.{role}", read)
-    ]
+    roles = [role for role in cls.roles if f"objectives.{role}" in read]
     check_evolution(cfg, roles)
-    check_objective_names(cfg, roles, getattr(cls, "objective_names", None))
-    if cfg.environment.name == "games":  # the game and its settings, before anything is printed
-        from redqueen.experiments._games_build import check_games
-
-        check_games(cfg)
-    _CHECKED[id(cfg)] = cfg
-
-
-#: Configurations that passed :func:`check_config`, by identity (frozen, so they stay passed).
-_CHECKED: weakref.WeakValueDictionary[int, ExperimentConfig] = weakref.WeakValueDictionary()
-
-
-def was_checked(cfg: ExperimentConfig) -> bool:
-    """Whether this very configuration object has passed :func:`check_config`."""
-    return _CHECKED.get(id(cfg)) is cfg
+    check_objective_names(cfg, roles, cls.objective_names)
 
 
 def _leaves(model: BaseModel, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -260,8 +219,7 @@ def check_objective_counts(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
 
 def _role_size(cfg: ExperimentConfig, role: str) -> int:
     """Members of a role's sub-population (``teacher`` -> ``population.teachers``, ...)."""
-    sizes = {"teacher": "teachers", "student": "students", "solo": "solo"}
-    return int(getattr(cfg.population, sizes.get(role, role), 0) or 0)
+    return cfg.population.size_of(role)
 
 
 def check_objective_names(
@@ -288,7 +246,6 @@ def check_objective_names(
 __all__ = [
     "ALWAYS_READ",
     "environment_class",
-    "keys_read",
     "check_config",
     "check_evolution",
     "check_keys_read",
@@ -296,5 +253,4 @@ __all__ = [
     "check_objective_names",
     "check_operator_params",
     "set_keys",
-    "was_checked",
 ]

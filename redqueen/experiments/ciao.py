@@ -89,6 +89,7 @@ def ciao_matrix(
         ValueError: Naming the file or field: not a run directory, no snapshots, unreadable
             adapters, a configuration that no longer validates or builds.
     """
+    from redqueen.environments.base import MatchPlayer
     from redqueen.experiments._run_config import load_run_config
     from redqueen.experiments.build import build_environment
     from redqueen.experiments.rundir import RunDirectory
@@ -129,12 +130,11 @@ def ciao_matrix(
             cells.append((i, j, n))
     env = build_environment(config)
     try:
-        play = getattr(env, "play_matches", None)
-        if not callable(play):
+        if not isinstance(env, MatchPlayer):
             raise ValueError(
                 f"environment.name: {type(env).__name__} cannot play matches outside a run"
             )
-        scores = play(matches, seed=seed)
+        scores = env.play_matches(matches, seed=seed)
     finally:
         env.close()
     matrix = np.zeros((len(steps), len(steps)))

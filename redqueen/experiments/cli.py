@@ -251,7 +251,7 @@ def run_command(
     ),
 ) -> None:
     """Start an experiment and write its run directory."""
-    from redqueen.experiments._config_checks import check_config
+    from redqueen.experiments.build import plan_environment
     from redqueen.experiments.config import load_config
     from redqueen.experiments.runner import start_run
 
@@ -259,10 +259,10 @@ def run_command(
         load_plugins()  # before the config: it may name a plug-in's domain, operator, ...
         recorded = [import_plugin(spec) for spec in plugins or ()]
         config = load_config(preset_or_yaml, list(overrides or ()))
-        check_config(config)  # bad input is one line, with no first line before it
+        plan = plan_environment(config)  # bad input is one line, with no first line before it
         target = out if out is not None else _default_out(preset_or_yaml)
         typer.echo(first_line(target, config.logging))  # before the model loads
-        runner = start_run(config, target, plots=plots, plugins=recorded)
+        runner = start_run(config, target, plots=plots, plugins=recorded, plan=plan)
     _drive(runner)
 
 

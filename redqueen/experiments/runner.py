@@ -44,7 +44,9 @@ from redqueen.experiments.runlock import RunLock
 
 if TYPE_CHECKING:  # the environments package pulls in the engine; the runner only drives it
     from redqueen.environments.base import Environment, StepRecord
+    from redqueen.experiments.build import EnvironmentPlan
     from redqueen.experiments.config import ExperimentConfig
+    from redqueen.genomes import LoRAGenome
 
 #: Called after every step with the step's record and the runner.
 StepCallback = Callable[["StepRecord", "Runner"], None]
@@ -85,8 +87,8 @@ class RunResult:
         return self.steps_done >= self.steps_total
 
 
-def _living_members(population: Any) -> list[tuple[str, Any]]:
-    return [(str(ind.id), getattr(ind, "genome", None)) for ind in population.living]
+def _living_members(env: Environment) -> list[tuple[str, LoRAGenome]]:
+    return [(str(ind.id), ind.genome) for ind in env.league.population.living]
 
 
 def check_member_ids(env: Environment, where: str) -> None:
@@ -98,20 +100,16 @@ def check_member_ids(env: Environment, where: str) -> None:
     Raises:
         UnsafePathError: Naming ``where`` and the id.
     """
-    population = getattr(env, "population", None)
-    for ind in getattr(population, "living", ()):
+    for ind in env.league.population.living:
         check_member_id(ind.id, where)
-    snapshots = getattr(env, "snapshots", None)
-    if callable(snapshots):
-        for members in snapshots().values():
-            for member in members:
-                check_member_id(member.id, where)
+    for members in env.league.snapshots().values():
+        for member in members:
+            check_member_id(member.id, where)
 
 
 def _base_model_path(env: Environment) -> str | None:
     """The base model the environment's adapters sit on, as a path PEFT can load directly."""
-    host = getattr(env, "host", None)
-    path = getattr(host, "model_path", None)
+    path = env.base_model_path
     if path is None:
         return None
     resolved = Path(path).expanduser()
@@ -204,24 +202,18 @@ class Runner:
         Every member id is checked before anything is written (:func:`check_member_ids`).
         """
         check_member_ids(self.env, "the environment")
-        lineage = getattr(self.env, "lineage", None)
-        population = getattr(self.env, "population", None)
-        if lineage is not None:
-            if population is not None and hasattr(lineage, "update_fitness"):
-                lineage.update_fitness(population.living)  # final fitness columns of the living
-            self.run_dir.write_lineage(lineage)
-        if population is not None:
-            self.run_dir.write_population(_living_members(population), _base_model_path(self.env))
+        league = self.env.league
+        league.lineage.update_fitness(league.population.living)  # final fitness columns
+        self.run_dir.write_lineage(league.lineage)
+        self.run_dir.write_population(_living_members(self.env), _base_model_path(self.env))
         self.write_snapshots()
 
     def write_snapshots(self) -> None:
         """Write the environment's snapshots not yet in ``snapshots/`` (each once, as soon as
         it is taken, so none is lost however few the hall of fame keeps in memory)."""
-        snapshots = getattr(self.env, "snapshots", None)
-        if callable(snapshots):
-            from redqueen.experiments.snapshots import write_snapshots
+        from redqueen.experiments.snapshots import write_snapshots
 
-            write_snapshots(self.run_dir.path, snapshots(), _base_model_path(self.env))
+        write_snapshots(self.run_dir.path, self.env.league.snapshots(), _base_model_path(self.env))
 
     def _write_step(self, record: StepRecord, seconds: float) -> None:
         metrics = dict(record.metrics)
@@ -347,6 +339,7 @@ def start_run(
     *,
     plots: bool = True,
     plugins: Sequence[str] = (),
+    plan: EnvironmentPlan | None = None,
 ) -> Runner:
     """Create a run directory for ``config`` at ``out`` and return a runner ready to start.
 
@@ -359,16 +352,18 @@ def start_run(
         plots: Write plots when the run ends.
         plugins: Plug-in modules or files the caller imported; recorded in ``plugins.json``
             so that ``redqueen resume`` imports them again.
+        plan: ``config`` already checked (:func:`redqueen.experiments.build.plan_environment`);
+            ``None``: checked here.
 
     Raises:
         RunError: If ``out`` exists and is not empty, or its parent is not a directory.
         ConfigError: If the configuration does not fit the registries or its environment
             (:func:`redqueen.experiments.check_config`).
     """
-    from redqueen.experiments._config_checks import check_config
-    from redqueen.experiments.build import build_environment
+    from redqueen.experiments.build import plan_environment
 
-    check_config(config)  # bad parameters and unread keys fail before any folder is made
+    if plan is None:
+        plan = plan_environment(config)  # bad input fails before any folder is made
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise RunError(f"run directory {target} already exists and is not empty")
@@ -393,7 +388,7 @@ def start_run(
             run_dir.write_plugins(plugins)
         run_dir.open_logs()
         run_dir.close_logs()
-        env = build_environment(config)  # not checked again
+        env = plan.build()
         if target.exists():
             target.rmdir()
         os.replace(staging, target)
@@ -446,7 +441,6 @@ def resume_run(
     """
     from redqueen.experiments._run_config import load_run_config
     from redqueen.experiments.build import build_environment
-    from redqueen.experiments.config import ConfigError, ExperimentConfig
 
     run_dir = RunDirectory(path)
     run_dir.require()
@@ -458,37 +452,14 @@ def resume_run(
         ckpt = latest_checkpoint(run_dir.checkpoints_dir)
         start = ckpt.step if ckpt is not None else 0
         if steps is not None:
-            if steps < start:
-                raise RunError(f"--steps {steps} is below the {start} steps {run_dir.path} has already run")
-            resolved = config.to_yaml_dict()
-            resolved["steps"] = int(steps)
-            try:
-                config = ExperimentConfig.model_validate(resolved)
-            except ValueError as error:
-                raise ConfigError(f"--steps {steps}: {' '.join(str(error).split())}") from None
+            config = _with_steps(config, steps, start, run_dir)
         state = ckpt.load_state() if ckpt is not None else None
         env = build_environment(config)
         if ckpt is not None and state is not None:
-            try:
-                env.load_state_dict(state)
-            except Exception as error:
-                detail = error.args[0] if isinstance(error, KeyError) and error.args else error
-                raise RunError(
-                    f"{ckpt.path} does not fit {run_dir.config_path} ({type(error).__name__}: {detail}); "
-                    "was config.yaml edited after the run started?"
-                ) from None
-            check_member_ids(env, str(ckpt.path / "state.json"))
+            _restore(env, ckpt, state, run_dir)
         if steps is not None:
             run_dir.write_config(config.to_yaml_dict())
-        if ckpt is None:
-            logged = run_dir.read_log_bytes("metrics").count(b"\n")
-            if logged:
-                _log.warning(
-                    "%s has no checkpoint: the run starts over from its seed, and the %d "
-                    "step(s) in its logs are discarded",
-                    run_dir.checkpoints_dir, logged,
-                )
-        run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})
+        _truncate_to(run_dir, ckpt)
         runner = Runner(
             env=env,
             run_dir=run_dir,
@@ -508,3 +479,55 @@ def resume_run(
         lock.release()
         raise
     return runner
+
+
+def _with_steps(
+    config: ExperimentConfig, steps: int, start: int, run_dir: RunDirectory
+) -> ExperimentConfig:
+    """``config`` with a new total of ``steps``.
+
+    Raises:
+        RunError: If ``steps`` is below the ``start`` steps already run.
+        ConfigError: If the total is out of range.
+    """
+    from redqueen.experiments.config import ConfigError, ExperimentConfig
+
+    if steps < start:
+        raise RunError(f"--steps {steps} is below the {start} steps {run_dir.path} has already run")
+    resolved = config.to_yaml_dict()
+    resolved["steps"] = int(steps)
+    try:
+        return ExperimentConfig.model_validate(resolved)
+    except ValueError as error:
+        raise ConfigError(f"--steps {steps}: {' '.join(str(error).split())}") from None
+
+
+def _restore(env: Environment, ckpt: Checkpoint, state: dict[str, Any], run_dir: RunDirectory) -> None:
+    """Load a checkpoint's state into ``env`` and check its member ids.
+
+    Raises:
+        RunError: If the state does not fit the environment the configuration builds.
+    """
+    try:
+        env.load_state_dict(state)
+    except Exception as error:
+        detail = error.args[0] if isinstance(error, KeyError) and error.args else error
+        raise RunError(
+            f"{ckpt.path} does not fit {run_dir.config_path} ({type(error).__name__}: {detail}); "
+            "was config.yaml edited after the run started?"
+        ) from None
+    check_member_ids(env, str(ckpt.path / "state.json"))
+
+
+def _truncate_to(run_dir: RunDirectory, ckpt: Checkpoint | None) -> None:
+    """Cut the logs back to the checkpoint's offsets (to nothing without a checkpoint: the run
+    starts over from its seed, which is said when steps are discarded)."""
+    if ckpt is None:
+        logged = run_dir.read_log_bytes("metrics").count(b"\n")
+        if logged:
+            _log.warning(
+                "%s has no checkpoint: the run starts over from its seed, and the %d "
+                "step(s) in its logs are discarded",
+                run_dir.checkpoints_dir, logged,
+            )
+    run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})

@@ -7,6 +7,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from redqueen.fitness._ratings import RatingSystem
+from redqueen.settings import MatchmakingSettings
+
+#: The one place the defaults are written: the ``matchmaking`` settings.
+_DEFAULTS = MatchmakingSettings()
 
 _WEIGHTINGS = ("variance", "hard", "uniform")
 
@@ -37,7 +41,13 @@ class PFSPMatchmaker:
         ValueError: On an unknown weighting or a share outside [0, 1].
     """
 
-    def __init__(self, *, weighting: str = "variance", floor: float = 1e-3, hall_of_fame_share: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        weighting: str = _DEFAULTS.weighting,
+        floor: float = _DEFAULTS.floor,
+        hall_of_fame_share: float = _DEFAULTS.hall_of_fame_share,
+    ) -> None:
         if weighting not in _WEIGHTINGS:
             raise ValueError(f"PFSPMatchmaker.weighting must be one of {_WEIGHTINGS}, got {weighting!r}")
         if not 0.0 <= hall_of_fame_share <= 1.0:

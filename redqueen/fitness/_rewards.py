@@ -6,6 +6,11 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from redqueen.settings import StudentRewardSettings, TeacherRewardSettings
+
+# The one place the defaults are written: the reward settings.
+_TEACHER, _STUDENT = TeacherRewardSettings(), StudentRewardSettings()
+
 
 @dataclass(frozen=True)
 class TeacherReward:
@@ -21,8 +26,13 @@ class TeacherReward:
         extreme: Reward when the solve rate is exactly 0 or 1.
     """
 
-    invalid: float = -1.0
-    extreme: float = 0.0
+    invalid: float = _TEACHER.invalid
+    extreme: float = float(_TEACHER.extreme or 0.0)
+
+    @classmethod
+    def from_settings(cls, settings: TeacherRewardSettings) -> TeacherReward:
+        """The reward its settings describe (``extreme`` resolved from the variant)."""
+        return cls(invalid=settings.invalid, extreme=float(settings.extreme or 0.0))
 
     def __call__(self, valid: bool, solve_rate: float | None) -> float:
         """Reward of one task.
@@ -47,9 +57,14 @@ class StudentReward:
     ``wrong`` or ``unparseable`` (case-insensitive), e.g. ``redqueen.verifiers.AnswerStatus``.
     """
 
-    correct: float = 1.0
-    wrong: float = -0.5
-    unparseable: float = -1.0
+    correct: float = _STUDENT.correct
+    wrong: float = _STUDENT.wrong
+    unparseable: float = _STUDENT.unparseable
+
+    @classmethod
+    def from_settings(cls, settings: StudentRewardSettings) -> StudentReward:
+        """The reward its settings describe."""
+        return cls(**settings.model_dump())
 
     def __call__(self, status: str | enum.Enum) -> float:
         """Reward of one answer status.

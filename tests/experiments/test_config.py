@@ -84,10 +84,11 @@ def test_learning_rate_zero_is_accepted_for_a_control_run():
 
 
 def test_micro_batch_size_reaches_the_learner_and_the_7b_preset_fits_80gb():
-    from redqueen.experiments.build import _round_env_kwargs
+    from redqueen.environments import CoevolutionEnv
+    from redqueen.experiments._wiring import arguments
 
     cfg = load_config("tiny", ["learner.micro_batch_size=3"])
-    assert _round_env_kwargs(cfg)["learner"].micro_batch_size == 3
+    assert arguments(CoevolutionEnv, cfg)["learner"].micro_batch_size == 3
     assert load_config("tiny").learner.micro_batch_size == 16
     # docs/memory-plan.md: micro-batch 2 is the largest that fits the 7B on one 80 GB GPU.
     assert load_config("qwen2.5-coder-7b").learner.micro_batch_size == 2
@@ -152,17 +153,13 @@ def test_errors_are_one_line_naming_the_field(overrides, expected):
 
 
 def test_one_replacement_schema():
-    """The evolution section is the evolution core's ReplacementConfig, field for field, with
-    its defaults: one schema for every environment."""
-    import dataclasses
-
+    """The evolution section is the evolution core's ReplacementConfig itself, with its
+    defaults: one schema for every environment."""
     from redqueen.evo import ReplacementConfig
-    from redqueen.experiments.config import EvolutionConfig
+    from redqueen.experiments.config import ExperimentConfig
 
-    schema = ReplacementConfig()
-    section = EvolutionConfig()
-    assert set(EvolutionConfig.model_fields) == {f.name for f in dataclasses.fields(ReplacementConfig)}
-    assert section.replacement() == schema
+    assert ExperimentConfig.model_fields["evolution"].annotation is ReplacementConfig
+    assert ExperimentConfig().evolution == ReplacementConfig()
     built = load_config("tiny", ["evolution.newborn=parents", "evolution.grace=2"]).evolution.replacement()
     assert built.newborn == "parents" and built.grace == 2 and built.replace_every == 3  # the preset's
 

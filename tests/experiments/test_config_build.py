@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from redqueen.experiments._settings import constructor_settings
-from redqueen.experiments.build import (
-    build_environment,
-    game_settings,
-    replacement_config,
-)
+import re
+
+from pydantic import Field
+
+from redqueen.experiments._wiring import arguments, inputs, keys_read
+from redqueen.experiments.build import build_environment
 from redqueen.experiments.config import ConfigError, load_config
+from redqueen.settings import GenomeSettings, PopulationSettings, ReplacementConfig, Settings
 
 
 def test_unknown_environment_names_the_field():
@@ -25,7 +26,10 @@ def test_code_environments_take_no_options():
         build_environment(load_config("tiny", ["environment.options={foo: 1}"]))
 
 
-def test_settings_are_carried_over():
+def test_sections_reach_the_environment_whole():
+    from redqueen.environments import CoevolutionEnv
+    from redqueen.settings import GameSettings, PopulationSettings, ReplacementConfig
+
     cfg = load_config(
         "tiny",
         [
@@ -33,30 +37,73 @@ def test_settings_are_carried_over():
             "sampling.top_p=0.9",
             "evolution.cull_fraction=0.5",
             "evolution.elitism=2",
+            "seed=5",
         ],
     )
-    settings = game_settings(cfg)
-    assert settings.answers_per_task == 7 and settings.top_p == 0.9
-    assert settings.task_types == ("code_o", "code_i", "code_f")
-    replacement = replacement_config(cfg)
+    kwargs = arguments(CoevolutionEnv, cfg)
+    assert kwargs["game"] is cfg.environment and kwargs["sampling"] is cfg.sampling
+    assert isinstance(kwargs["game"], GameSettings) and kwargs["game"].answers_per_task == 7
+    assert kwargs["game"].for_domain(("code_o", "code_i", "code_f", "other")).task_types == (
+        "code_o",
+        "code_i",
+        "code_f",
+    )
+    with pytest.raises(ValueError, match=r"task_types: \['code_i', 'code_f'\] not task types"):
+        kwargs["game"].for_domain(("code_o",))
+    assert kwargs["sampling"].top_p == 0.9 and kwargs["seed"] == 5
+    assert isinstance(kwargs["population"], PopulationSettings)
+    replacement = kwargs["replacement"]
+    assert isinstance(replacement, ReplacementConfig) and replacement is cfg.evolution
     assert replacement.cull_fraction == 0.5 and replacement.elitism == 2
-    assert dict(replacement.operators) == dict(cfg.evolution.operators)
 
 
-def test_plugin_environments_get_the_standard_keywords_they_accept():
-    class Plugin:
-        def __init__(self, *, teachers: int, seed: int, replacement, width: int = 3) -> None:
-            self.args = (teachers, seed, replacement, width)
+class WidthOptions(Settings):
+    """A plug-in's own settings."""
 
+    width: int = Field(3, ge=1)
+
+
+class Plugin:
+    roles = ("teacher",)
+
+    def __init__(
+        self,
+        *,
+        genome: GenomeSettings | None = None,
+        population: PopulationSettings | None = None,
+        replacement: ReplacementConfig | None = None,
+        options: WidthOptions | None = None,
+        seed: int = 0,
+        label: str = "free",
+    ) -> None:
+        self.args = (genome, population, replacement, options, seed, label)
+
+
+def test_a_plugin_gets_the_sections_of_the_types_it_declares_and_its_options():
     cfg = load_config("tiny", ["population.teachers=3", "seed=9", "environment.options={width: 5}"])
-    kwargs = constructor_settings(Plugin, cfg)
-    assert kwargs["teachers"] == 3 and kwargs["seed"] == 9 and kwargs["width"] == 5
+    kwargs = arguments(Plugin, cfg)
+    assert set(kwargs) == {"genome", "population", "replacement", "options", "seed"}
+    assert kwargs["population"].teachers == 3 and kwargs["genome"].rank == cfg.population.rank
+    assert kwargs["seed"] == 9 and kwargs["options"] == WidthOptions(width=5)
     assert kwargs["replacement"].replace_every == cfg.evolution.replace_every
-    bad = load_config("tiny", ["environment.options={depth: 5}"])
-    with pytest.raises(
-        ConfigError, match="environment.options.depth.*accepted: replacement, seed, teachers, width"
+    read = keys_read(Plugin)
+    assert "population.teachers" in read and "population.students" not in read  # its roles only
+    assert "environment.options" in read and "learner.lr" not in read
+    for options, message in (
+        ("{depth: 5}", "environment.options.depth: not a setting of environment 'coevolution' (accepted: width)"),
+        ("{width: 0}", "environment.options.width: Input should be greater than or equal to 1"),
     ):
-        constructor_settings(Plugin, bad)
+        bad = load_config("tiny", [f"environment.options={options}"])
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            arguments(Plugin, bad)
+
+
+def test_a_parameter_the_configuration_cannot_fill_must_have_a_default():
+    class Needy:
+        def __init__(self, *, width: int) -> None: ...
+
+    with pytest.raises(TypeError, match="'width' is neither a settings object"):
+        inputs(Needy)
 
 
 def test_surrogate_preset_builds_with_its_settings_and_options():

@@ -105,26 +105,35 @@ def test_a_plugin_with_a_typed_signature_is_checked_too(tmp_path):
         sys.modules.pop("redqueen_plugin_warm_selection", None)
 
 
-def test_a_plugin_environment_reads_what_its_constructor_takes_or_what_it_declares():
+from redqueen.settings import LearnerSettings, PopulationSettings  # noqa: E402 (read by Toy below)
+
+
+def test_a_plugin_environment_reads_what_its_constructor_takes():
     from redqueen.environments.base import ENVIRONMENTS, Environment
 
-    class Toy(Environment):
-        def __init__(self, *, teachers: int = 2, students: int = 2, seed: int = 0) -> None: ...
+    class Toy(Environment):  # its annotations name settings imported at the module's top
+        roles = ("teacher", "student")
+
+        def __init__(self, *, population: PopulationSettings | None = None, seed: int = 0) -> None: ...
         def step(self): ...
         def state_dict(self): ...
         def load_state_dict(self, state): ...
 
     class ToyWithLearner(Toy):
-        config_sections = ("population", "seed", "learner")
+        def __init__(
+            self, *, population: PopulationSettings | None = None, learner: LearnerSettings | None = None
+        ) -> None: ...
 
     ENVIRONMENTS.register("toy_test")(Toy)
     ENVIRONMENTS.register("toy_learner_test")(ToyWithLearner)
     try:
         check_config(load_config({"environment": {"name": "toy_test"}, "population": {"teachers": 3}}))
-        for section, value in (("learner", {"lr": 0.5}), ("matchmaking", {"floor": 0.5}),
-                               ("evolution", {"grace": 2})):
+        for section, value, where in (("learner", {"lr": 0.5}, "learner"),
+                                      ("matchmaking", {"floor": 0.5}, "matchmaking"),
+                                      ("evolution", {"grace": 2}, "evolution"),
+                                      ("population", {"solo": 2}, "population.solo")):
             cfg = load_config({"environment": {"name": "toy_test"}, section: value})
-            with pytest.raises(ConfigError, match=rf"^{section}: not read by environment 'toy_test'"):
+            with pytest.raises(ConfigError, match=rf"^{where}: not read by environment 'toy_test'"):
                 check_config(cfg)
         check_config(load_config({"environment": {"name": "toy_learner_test"}, "learner": {"lr": 0.5}}))
     finally:
@@ -132,18 +141,16 @@ def test_a_plugin_environment_reads_what_its_constructor_takes_or_what_it_declar
         ENVIRONMENTS.unregister("toy_learner_test")
 
 
-def test_every_standard_setting_reads_keys_that_exist_and_makes_its_value():
+def test_every_section_type_names_a_section_of_the_configuration():
     from redqueen.experiments._config_checks import _leaves
-    from redqueen.experiments._settings import STANDARD_SETTINGS
+    from redqueen.experiments._wiring import SECTIONS, _section
     from redqueen.experiments.config import ExperimentConfig
 
     keys = [key for key, _ in _leaves(ExperimentConfig())]
     cfg = load_config("surrogate")
-    for name, setting in STANDARD_SETTINGS.items():
-        assert setting.reads, name
-        for read in setting.reads:
-            assert any(k == read or k.startswith(f"{read}.") for k in keys), (name, read)
-        setting.make(cfg)  # every value can be made from a configuration
+    for kind, path in SECTIONS.items():
+        assert any(k.startswith(f"{path}.") for k in keys), (kind, path)
+        assert isinstance(_section(cfg, path), kind), (kind, path)  # the section is that object
 
 
 def test_sweep_and_resume_check_too(tmp_path):

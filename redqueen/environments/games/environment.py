@@ -20,17 +20,26 @@ from redqueen.environments._surrogate_core import (
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.environments.games._base import GAMES, Game
 from redqueen.environments.games._measures import objective_measures
+from redqueen.environments.games._options import GamesOptions
 from redqueen.environments.games._reinforce import reinforce_step
-from redqueen.evo import ReplacementConfig, descriptor_matrix
+from redqueen.evo import descriptor_matrix
 from redqueen.fitness import (
     Objectives,
-    PFSPMatchmaker,
     StudentReward,
     TeacherReward,
     behavioural_diversity,
     novelty_scores,
 )
 from redqueen.genomes import LoRAGenome
+from redqueen.settings import (
+    MatchmakingSettings,
+    MatchSettings,
+    ObjectiveSettings,
+    PopulationSettings,
+    ReplacementConfig,
+    StudentRewardSettings,
+    TeacherRewardSettings,
+)
 
 ROLES = ("teacher", "student")
 #: Monte Carlo draws of the played payoff (ratings' cases, the CIAO matrix); score differences
@@ -61,104 +70,89 @@ class GamesEnv(LeagueView, Environment):
     :mod:`redqueen.environments.games.detectors` (``disengagement``, ``cycling`` over the hall
     of fame's snapshots, ``focusing``, ``collapse`` over the last ``window`` steps).
 
+    Every argument is a settings object; without one, the environment's own defaults
+    (:attr:`default_population`, :attr:`default_match`) or the object's defaults apply.
+
     Args:
-        game: A name in :data:`redqueen.environments.games.GAMES` or a :class:`Game`.
-        game_params: The game's settings when ``game`` is a name.
-        teachers: Number of teachers.
-        students: Number of students.
-        rank: LoRA rank.
-        alpha: LoRA alpha.
-        init: Founder init, ``"peft"`` (B = 0: every founder at the base point) or ``"gaussian"``.
-        init_std: Std of gaussian founder factors.
-        hidden: Hidden width of the frozen MLP.
-        tasks_per_teacher: Tasks each teacher samples per match.
-        answers_per_task: Answers the student samples per valid task.
-        exploration: Std of the Gaussian policy around a member's point.
-        domain: A task with a coordinate beyond it (or not finite) is invalid.
-        learn: Whether members take the REINFORCE step.
-        lr: Learning rate of that step.
-        max_grad_norm: Gradient norm clip of that step.
-        window: Steps over which the ``collapse`` slope is fitted.
+        population: Teachers, students and the founders' genomes.
+        match: Tasks each teacher samples per match, answers the student samples per valid task.
+        options: The game, its settings and the environment's own (:class:`GamesOptions`).
         replacement: Replacement, newborn and snapshot settings (the evolution loop's).
-        matchmaker: PFSP matchmaking, including the hall-of-fame share.
-        objectives: Role -> objective names.
+        matchmaking: PFSP matchmaking, including the hall-of-fame share.
+        objectives: Objective names per role.
         teacher_reward: Teacher reward (default PopuLoRA's).
         student_reward: Student reward.
         seed: Seeds the frozen model, the founders and every random choice.
+        game: A game already built, played instead of the one ``options`` names.
 
     Raises:
-        ValueError: Naming the setting, when a size is not positive or a game setting is bad.
+        ValueError: Naming the setting, when a role is empty.
     """
 
+    roles: ClassVar[tuple[str, ...]] = ROLES
     objective_names: ClassVar[Mapping[str, tuple[str, ...]] | None] = {
         "teacher": ("novelty", "solve_rate", "teacher_reward"),
         "student": ("novelty", "solve_rate", "student_reward"),
     }
+    #: Population when none is given: six of each role, rank-2 gaussian genomes.
+    default_population: ClassVar[PopulationSettings] = PopulationSettings(
+        teachers=6, students=6, rank=2, alpha=4.0, init="gaussian", init_std=0.1
+    )
+    #: Per-step budget when none is given.
+    default_match: ClassVar[MatchSettings] = MatchSettings(tasks_per_teacher=8, answers_per_task=4)
 
     def __init__(
         self,
         *,
-        game: str | Game = "ladder",
-        game_params: Mapping[str, Any] | None = None,
-        teachers: int = 6,
-        students: int = 6,
-        rank: int = 2,
-        alpha: float = 4.0,
-        init: str = "gaussian",
-        init_std: float = 0.1,
-        hidden: int = 8,
-        tasks_per_teacher: int = 8,
-        answers_per_task: int = 4,
-        exploration: float = 0.5,
-        domain: float = 20.0,
-        learn: bool = True,
-        lr: float = 0.05,
-        max_grad_norm: float = 1.0,
-        window: int = 10,
+        population: PopulationSettings | None = None,
+        match: MatchSettings | None = None,
+        options: GamesOptions | None = None,
         replacement: ReplacementConfig | None = None,
-        matchmaker: PFSPMatchmaker | None = None,
-        objectives: Mapping[str, Sequence[str]] | None = None,
-        teacher_reward: TeacherReward | None = None,
-        student_reward: StudentReward | None = None,
+        matchmaking: MatchmakingSettings | None = None,
+        objectives: ObjectiveSettings | None = None,
+        teacher_reward: TeacherRewardSettings | None = None,
+        student_reward: StudentRewardSettings | None = None,
         seed: int = 0,
+        game: Game | None = None,
     ) -> None:
-        counts = dict(teachers=teachers, students=students, hidden=hidden, window=window,
-                      tasks_per_teacher=tasks_per_teacher, answers_per_task=answers_per_task)
-        for name, value in counts.items():
-            if value < 1:
-                raise ValueError(f"{name}: must be >= 1, got {value}")
-        scales = dict(exploration=exploration, domain=domain, max_grad_norm=max_grad_norm)
-        for name, scale in scales.items():
-            if not scale > 0:
-                raise ValueError(f"{name}: must be > 0, got {scale}")
-        self.game = game if isinstance(game, Game) else GAMES[game](**dict(game_params or {}))
+        population = population or self.default_population
+        match = match or self.default_match
+        opts = self.options = options or GamesOptions()
+        for role in ROLES:
+            if population.size_of(role) < 1:
+                field = population.size_field(role)
+                raise ValueError(f"population.{field}: must be >= 1, got {population.size_of(role)}")
+        self.game = game if game is not None else GAMES[opts.game](**opts.game_params)
         self.game_name = next(
             (n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__
         )
-        self.n_tasks, self.n_answers = int(tasks_per_teacher), int(answers_per_task)
-        self.exploration, self.domain, self.learn = float(exploration), float(domain), bool(learn)
-        self.lr, self.max_grad_norm = float(lr), float(max_grad_norm)
-        self.window, self.seed = int(window), int(seed)
-        self.teacher_reward = teacher_reward or TeacherReward()
-        self.student_reward = student_reward or StudentReward()
-        wanted = {role: tuple(names) for role, names in (objectives or {}).items() if role in ROLES}
-        self.objectives = {role: Objectives(wanted.get(role, ("rating",))) for role in ROLES}
+        self.n_tasks, self.n_answers = match.tasks_per_teacher, match.answers_per_task
+        self.exploration, self.domain, self.learn = opts.exploration, opts.domain, opts.learn
+        self.lr, self.max_grad_norm = opts.lr, opts.max_grad_norm
+        self.window, self.seed = opts.window, int(seed)
+        self.teacher_reward = TeacherReward.from_settings(teacher_reward or TeacherRewardSettings())
+        self.student_reward = StudentReward.from_settings(student_reward or StudentRewardSettings())
+        wanted = objectives or ObjectiveSettings()
+        self.objectives = {role: Objectives(wanted.of(role)) for role in ROLES}
 
         gen = torch.Generator().manual_seed(self.seed)
-        self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=hidden, outputs=self.game.dim, gen=gen)
+        self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=opts.hidden, outputs=self.game.dim, gen=gen)
         self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
+        matchmaker = (matchmaking or MatchmakingSettings()).matchmaker()
         self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
                                        objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
         self.step_count = 0
         self.difficulty_history: list[float] = []
         self._frozen_points: dict[str, torch.Tensor] = {}  # hall-of-fame genomes never change
-        def founder() -> LoRAGenome:
-            return LoRAGenome.random(self.mlp.shapes, rank=rank, alpha=alpha, rng=gen, init=init,
-                                     std=init_std, base_model="surrogate-games-mlp")
+        genome = population.genome()
 
-        for role, size in (("teacher", teachers), ("student", students)):
-            self.league.found_many(role, size, founder)
+        def founder() -> LoRAGenome:
+            return LoRAGenome.random(self.mlp.shapes, rank=genome.rank, alpha=genome.alpha, rng=gen,
+                                     init=genome.init, std=genome.init_std, base_model="surrogate-games-mlp")
+
+        for role in ROLES:
+            self.league.found_many(role, population.size_of(role), founder)
         self.origin = self.points("student").mean(0)  # where the founding students stand
 
     # -- the model -------------------------------------------------------------------------
