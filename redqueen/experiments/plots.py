@@ -20,10 +20,11 @@ import os
 import sys
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import matplotlib
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -217,12 +218,7 @@ def plot_pareto(data: RunData) -> Figure:
     """Per role: the last step's vectors of the configured objectives (``objectives.<role>`` in
     ``config.yaml``) with the Pareto front, and hypervolume over time; single-objective roles
     are left out."""
-    configured = {role: [str(n) for n in names] for role, names in (data.config.get("objectives") or {}).items()
-                  if isinstance(names, list | tuple) and len(names) >= 2}
-    by_role: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in data.ratings:
-        if str(row.get("role")) in configured:
-            by_role[str(row["role"])].append(row)
+    configured, by_role = _objective_rows(data)
     roles = [r for r in sorted(by_role) if len(_configured_matrix(by_role[r], configured[r]))]
     if not roles:
         raise SkipPlot("config.yaml configures no role with two or more objectives (or ratings.jsonl lacks their values)")
@@ -233,31 +229,67 @@ def plot_pareto(data: RunData) -> Figure:
         everything = _configured_matrix(rows, names)
         worst, spread = everything.min(axis=0), np.ptp(everything, axis=0)
         reference = worst - 0.1 * np.where(spread > 0, spread, 1.0)
-        last_step = max(_number(r.get("step")) or 0.0 for r in rows)
-        points = _configured_matrix([r for r in rows if _number(r.get("step")) == last_step], names)
-        front = _nondominated(points)
-        front_ax.scatter(points[:, 0], points[:, 1], color="tab:gray", label="members")
-        front_ax.scatter(points[front, 0], points[front, 1], color=ROLE_COLOURS.get(role, "k"),
-                         label=f"non-dominated in all {len(names)} objectives")
-        front_ax.set_xlabel(names[0])
-        front_ax.set_ylabel(names[1])
-        front_ax.set_title(f"{role}: Pareto front at step {last_step:g} (first two objectives)")
-        front_ax.legend(fontsize="small")
-        steps = sorted({s for r in rows if (s := _number(r.get("step"))) is not None})
-        volumes = []
-        for step in steps:
-            at = _configured_matrix([r for r in rows if _number(r.get("step")) == step], names)
-            volumes.append(_hypervolume(at, reference) if len(at) else 0.0)
-        hv_ax.plot(steps, volumes, marker=".")
-        hv_ax.set_xlabel("step")
-        hv_ax.set_ylabel("hypervolume")
-        hv_ax.set_title(f"{role}: hypervolume of {len(names)} objectives", fontsize="small")
-        hv_ax.grid(alpha=0.3)
+        _draw_front(front_ax, role, rows, names)
+        _draw_hypervolume(hv_ax, role, rows, names, reference)
     return figure
 
 
-def _lineage_times(data: RunData) -> tuple[dict[str, dict[str, Any]], float]:
-    members: dict[str, dict[str, Any]] = {}
+def _objective_rows(
+    data: RunData,
+) -> tuple[dict[str, list[str]], dict[str, list[dict[str, Any]]]]:
+    """The objectives configured per role (two or more), and each such role's rating rows."""
+    configured = {role: [str(n) for n in names] for role, names in (data.config.get("objectives") or {}).items()
+                  if isinstance(names, list | tuple) and len(names) >= 2}
+    by_role: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in data.ratings:
+        if str(row.get("role")) in configured:
+            by_role[str(row["role"])].append(row)
+    return configured, by_role
+
+
+def _draw_front(ax: Axes, role: str, rows: list[dict[str, Any]], names: list[str]) -> None:
+    """The last step's objective vectors, the non-dominated ones in the role's colour."""
+    last_step = max(_number(r.get("step")) or 0.0 for r in rows)
+    points = _configured_matrix([r for r in rows if _number(r.get("step")) == last_step], names)
+    front = _nondominated(points)
+    ax.scatter(points[:, 0], points[:, 1], color="tab:gray", label="members")
+    ax.scatter(points[front, 0], points[front, 1], color=ROLE_COLOURS.get(role, "k"),
+               label=f"non-dominated in all {len(names)} objectives")
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    ax.set_title(f"{role}: Pareto front at step {last_step:g} (first two objectives)")
+    ax.legend(fontsize="small")
+
+
+def _draw_hypervolume(
+    ax: Axes, role: str, rows: list[dict[str, Any]], names: list[str], reference: np.ndarray
+) -> None:
+    """Hypervolume of each step's objective vectors against one reference point."""
+    steps = sorted({s for r in rows if (s := _number(r.get("step"))) is not None})
+    volumes = []
+    for step in steps:
+        at = _configured_matrix([r for r in rows if _number(r.get("step")) == step], names)
+        volumes.append(_hypervolume(at, reference) if len(at) else 0.0)
+    ax.plot(steps, volumes, marker=".")
+    ax.set_xlabel("step")
+    ax.set_ylabel("hypervolume")
+    ax.set_title(f"{role}: hypervolume of {len(names)} objectives", fontsize="small")
+    ax.grid(alpha=0.3)
+
+
+class _Member(TypedDict):
+    """One member of ``lineage.csv``, as the lineage plots draw it."""
+
+    name: str
+    role: str
+    operator: str
+    parents: list[str]
+    origin: float
+    death: float | None
+
+
+def _lineage_times(data: RunData) -> tuple[dict[str, _Member], float]:
+    members: dict[str, _Member] = {}
     for row in data.lineage:
         origin = _number(row.get("origin_time"))
         members[row["id"]] = {
