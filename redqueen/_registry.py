@@ -243,6 +243,10 @@ class Registry(Mapping[str, T], Generic[T]):
         """
         obj = self[name]
         unknown, known = unknown_keywords(obj, params, positional=positional, context=self.context)
+        declared = self._declared.get(name)
+        if declared is not None and declared.model_config.get("extra") == "forbid":
+            known = sorted(declared.model_fields)  # an entry taking ``**params`` declared by a model
+            unknown = sorted(set(params) - set(known))
         if unknown:
             listed = ", ".join(known) or "none"
             raise TypeError(f"{where}: {unknown[0]}: unknown parameter (known: {listed})")

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from redqueen.evo._individual import Individual
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,22 @@ class FrozenMember:
     rating: tuple[float, float] | None
 
 
+class FrozenMemberState(TypedDict):
+    """One frozen member as plain data: its genome as a state dict (or as it is)."""
+
+    id: str
+    role: str
+    genome: object
+    rating: list[float] | None
+
+
+class HallOfFameState(TypedDict):
+    """What :meth:`HallOfFame.state_dict` returns: the capacity and ``(step, members)`` per snapshot."""
+
+    capacity: int
+    snapshots: list[tuple[int, list[FrozenMemberState]]]
+
+
 class HallOfFame:
     """Snapshots of the living members, the newest ``capacity`` of them kept.
 
@@ -49,7 +68,7 @@ class HallOfFame:
         self.capacity = int(capacity)
         self._snapshots: dict[int, list[FrozenMember]] = {}
 
-    def snapshot(self, step: int, members: Iterable[Any]) -> list[FrozenMember]:
+    def snapshot(self, step: int, members: Iterable[Individual]) -> list[FrozenMember]:
         """Freeze ``members`` (individuals with ``id``, ``role``, ``genome``, ``rating``) as of
         ``step``; returns the frozen copies. Genomes are immutable, so nothing is copied."""
         frozen = [
@@ -104,7 +123,7 @@ class HallOfFame:
         return len(self._snapshots)
 
     # -- checkpoints -----------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> HallOfFameState:
         """Plain data: per snapshot, each member's id, role, rating and genome state dict."""
         return {
             "capacity": self.capacity,
@@ -127,7 +146,7 @@ class HallOfFame:
             ],
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: HallOfFameState) -> None:
         """Restore what :meth:`state_dict` returned."""
         from redqueen.genomes import LoRAGenome
 

@@ -20,8 +20,8 @@ import numpy as np
 from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
 from redqueen.evo._individual import Individual, descriptor_matrix
 from redqueen.evo._lineage import Lineage
-from redqueen.evo._loop import EvolutionLoop, MemberListener
-from redqueen.evo._population import Population
+from redqueen.evo._loop import EvolutionLoop, LoopState, MemberListener
+from redqueen.evo._population import Population, PopulationState
 from redqueen.evo._replacement import ReplacementConfig
 from redqueen.fitness import (
     INVALID_TASK_POLICIES,
@@ -60,10 +60,10 @@ class MemberDescriber(Protocol):
 class LeagueState(TypedDict):
     """What :meth:`League.state_dict` returns (plain data)."""
 
-    population: dict[str, object]
+    population: PopulationState
     lineage: dict[str, object]
     ratings: dict[str, object]
-    evolution: dict[str, object]
+    evolution: LoopState
     hv_reference: dict[str, list[float]]
 
 

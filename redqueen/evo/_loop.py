@@ -3,30 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame
-from redqueen.evo._individual import Individual, descriptor_matrix
+from redqueen.evo._hall_of_fame import FrozenMember, HallOfFame, HallOfFameState
+from redqueen.evo._individual import Individual
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newborn_rating
+from redqueen.evo._selection_archives import (
+    ArchiveMetrics,
+    SelectionArchives,
+    SelectionArchivesState,
+)
 from redqueen.evo.selection import SELECTIONS, GridArchive, select
 from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
 
 
-def _archive_kind(selection: str) -> str | None:
-    """Which archive the loop keeps for a scheme that declares ``Needs(archive=True)``:
-    ``"behaviours"`` (a :class:`~redqueen.fitness.NoveltyArchive` of past descriptors, handed in
-    as its ``archive`` parameter) when the scheme takes one, else ``"elites"`` (a persistent
-    :class:`~redqueen.evo.selection.GridArchive` whose elites are the parent pool, drawn on the
-    scheme's own grid); ``None`` for a scheme that keeps no archive."""
-    if selection not in SELECTIONS or not SELECTIONS.needs(selection).archive:
-        return None
-    params = SELECTIONS.params(selection)
-    return "behaviours" if params is not None and "archive" in params.model_fields else "elites"
+class LoopState(SelectionArchivesState):
+    """What :meth:`EvolutionLoop.state_dict` returns: the numpy and torch RNG states, the
+    selection archives and the hall of fame."""
+
+    rng: Mapping[str, object]
+    torch_rng: torch.Tensor
+    hall: HallOfFameState
 
 
 class MemberListener(Protocol):
@@ -64,13 +66,12 @@ class EvolutionLoop:
         listeners: Told of every birth and death (see :class:`MemberListener`).
 
     A selection scheme that declares ``Needs(archive=True)`` gets an archive kept per role
-    across replacements. One that takes an ``archive`` parameter (``novelty``, ``novelty_lc``)
-    and is given none in ``selection_params`` gets a :class:`redqueen.fitness.NoveltyArchive`
-    (in :attr:`archives` and the state dict); the parents' descriptors enter it after each
-    selection. One that does not (``map_elites``) gets a
-    :class:`redqueen.evo.selection.GridArchive` on its own grid settings (:attr:`grids`, in the
-    state dict): the survivors enter it at each replacement and parents are drawn from all its
-    elites, dead ones included; :meth:`archive_metrics` reports QD-score and coverage.
+    across replacements (:attr:`selection_archives`, in the state dict): past behaviours for a
+    scheme that takes an ``archive`` parameter (``novelty``; :attr:`archives`), else a
+    :class:`redqueen.evo.selection.GridArchive` on the grid settings in ``selection_params``
+    (``map_elites``; :attr:`grids`), which the survivors enter at each replacement and which
+    draws the parents from all its elites, dead ones included; :meth:`archive_metrics` reports
+    QD-score and coverage. See :class:`~redqueen.evo.SelectionArchives`.
 
     Raises:
         UnknownNameError: If an operator name is in neither operator registry.
@@ -120,12 +121,20 @@ class EvolutionLoop:
                 raise ValueError(f"selection_params.{error}") from None
         self._pending: list[Individual] | None = None
         self._sizes: dict[str, int] = {}
-        #: Per-role archives of past behaviours for novelty selection (when none is configured).
-        self.archives: dict[str, NoveltyArchive] = {}
+        #: The selection scheme's archives per role (past behaviours, or a grid of elites).
+        self.selection_archives = SelectionArchives(self.config.selection, self.config.selection_params)
         #: Frozen copies of past members (see :meth:`snapshot`).
         self.hall = HallOfFame(capacity=self.config.hall_of_fame)
-        #: Per-role MAP-Elites archives, kept across replacements (``map_elites`` selection).
-        self.grids: dict[str, GridArchive] = {}
+
+    @property
+    def archives(self) -> dict[str, NoveltyArchive]:
+        """Per-role archives of past behaviours for novelty selection (when none is configured)."""
+        return self.selection_archives.archives
+
+    @property
+    def grids(self) -> dict[str, GridArchive]:
+        """Per-role MAP-Elites archives, kept across replacements (``map_elites`` selection)."""
+        return self.selection_archives.grids
 
     # -- births and deaths -----------------------------------------------------------------
     def found(self, ind: Individual, ratings: RatingSystem | None = None, step: int = 0) -> Individual:
@@ -288,24 +297,12 @@ class EvolutionLoop:
         arity = [self._arity(op) for op in ops]
         if parents:
             self.assign_fitness(role, parents)
-        scheme = dict(self.config.selection_params)
-        archive = None
-        kind = _archive_kind(self.config.selection)
-        if kind == "behaviours" and "archive" not in scheme:
-            archive = self.archives.setdefault(role, NoveltyArchive(k=int(scheme.get("neighbours", 15))))
-            scheme["archive"] = archive
-        if kind == "elites" and parents:
-            # The archive's elites, one per cell of its grid, are drawn from on the same grid
-            # (the scheme's own settings), so every elite is a candidate parent.
-            parents = self._elites(role, parents, scheme)
-        picks = select(self.config.selection, parents, sum(arity), rng=self.rng, **scheme)
-        if archive is not None:
-            archive.add(descriptor_matrix(parents))
+        pool, drawn = self.selection_archives.draw(role, parents, sum(arity), self.rng)
+        rank = {id(m): i for i, m in enumerate(pool)}  # pool members are distinct objects, best first
         children, offset = [], 0
         for op, a in zip(ops, arity, strict=True):
-            chosen = sorted(picks[offset : offset + a])  # parents are ranked: best first
+            group = sorted(drawn[offset : offset + a], key=lambda m: rank[id(m)])  # best first
             offset += a
-            group = [parents[i] for i in chosen]
             params = {k: v for k, v in self.config.operator_params.get(op, {}).items() if k != "n_parents"}
             if self._kinds[op] == "mutation":
                 genome = mutate(op, group[0].genome, rng=self.torch_rng, **params)
@@ -321,26 +318,10 @@ class EvolutionLoop:
             )
         return children
 
-    def _elites(self, role: str, parents: Sequence[Individual], scheme: Mapping[str, Any]) -> list[Individual]:
-        """MAP-Elites: offer ``parents`` to the role's persistent grid archive; its elites (some
-        perhaps dead) are the parent pool, one per cell, best first."""
-        if role not in self.grids:
-            self.grids[role] = GridArchive(dims=scheme.get("bins", 10),
-                                           qd_score_offset=float(scheme.get("qd_score_offset", 0.0)),
-                                           ranges=np.column_stack(np.broadcast_arrays(
-                                               scheme.get("low", 0.0), scheme.get("high", 1.0))).tolist())
-        self.grids[role].add(parents)
-        return self.grids[role].elites
-
-    def archive_metrics(self) -> dict[str, Any]:
-        """``qd_score/<role>`` and ``coverage/<role>`` of every MAP-Elites archive, and its cells
-        as ``archive/<role>``: one ``[*cell index, quality]`` list per elite (for the heatmap)."""
-        metrics: dict[str, Any] = {}
-        for role, grid in sorted(self.grids.items()):
-            stats = grid.stats
-            metrics[f"qd_score/{role}"], metrics[f"coverage/{role}"] = stats.qd_score, stats.coverage
-            metrics[f"archive/{role}"] = [[*cell, quality] for cell, quality, _ in grid.data()]
-        return metrics
+    def archive_metrics(self) -> ArchiveMetrics:
+        """``qd_score/<role>``, ``coverage/<role>`` and the cells ``archive/<role>`` of every
+        MAP-Elites archive (see :meth:`SelectionArchives.metrics`)."""
+        return self.selection_archives.metrics()
 
     def _arity(self, op: str) -> int:
         if self._kinds[op] == "mutation":
@@ -352,7 +333,7 @@ class EvolutionLoop:
         ind: Individual,
         step: int,
         ratings: RatingSystem | None,
-        heritage: tuple[list[Any], list[tuple[float, float]]] | None,
+        heritage: tuple[list[tuple[float, float]], list[tuple[float, float]]] | None,
     ) -> None:
         """Add ``ind`` with its lineage record and first rating; ``heritage`` is a child's
         (parents' ratings, survivors' ratings), ``None`` for a founder."""
@@ -363,8 +344,7 @@ class EvolutionLoop:
             if heritage is None:
                 ind.rating = ratings.add(ind.id)
             else:
-                parents = [tuple(r) for r in heritage[0] if r is not None]
-                rating = newborn_rating(self.config.newborn, parents, heritage[1], initial, self.rng)
+                rating = newborn_rating(self.config.newborn, heritage[0], heritage[1], initial, self.rng)
                 ind.rating = ratings.set(ind.id, rating)
         for listener in self.listeners:
             listener.member_born(ind)
@@ -378,27 +358,21 @@ class EvolutionLoop:
             listener.member_died(ind)
 
     # -- checkpoints -----------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
-        """RNG states (numpy and torch), novelty archives and the hall of fame (plain data)."""
-        return {
-            "rng": self.rng.bit_generator.state,
-            "torch_rng": self.torch_rng.get_state(),
-            "archives": {role: archive.state_dict() for role, archive in self.archives.items()},
-            "hall": self.hall.state_dict(),
-            "grids": {role: grid.state_dict() for role, grid in self.grids.items()},
-        }
+    def state_dict(self) -> LoopState:
+        """RNG states (numpy and torch), the selection archives and the hall of fame (plain data)."""
+        archives = self.selection_archives.state_dict()
+        return LoopState(
+            rng=self.rng.bit_generator.state,
+            torch_rng=self.torch_rng.get_state(),
+            archives=archives["archives"],
+            hall=self.hall.state_dict(),
+            grids=archives["grids"],
+        )
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: LoopState) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.rng.bit_generator.state = state["rng"]
         self.torch_rng.set_state(state["torch_rng"])
-        self.archives = {}
-        for role, archive_state in state.get("archives", {}).items():
-            self.archives[role] = NoveltyArchive()
-            self.archives[role].load_state_dict(archive_state)
+        self.selection_archives.load_state_dict(state)
         if "hall" in state:
             self.hall.load_state_dict(state["hall"])
-        self.grids = {}
-        for role, grid_state in state.get("grids", {}).items():
-            self.grids[role] = GridArchive()
-            self.grids[role].load_state_dict(grid_state)

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
+from typing import TypedDict
 
 import numpy as np
 
 from redqueen.evo._individual import Individual
+
+
+class MemberState(TypedDict):
+    """One member as plain data (:func:`member_state`): its genome as a state dict (or as it
+    is, for a genome without one), fitness weights and values, and what lineage and selection read."""
+
+    id: str
+    role: str
+    genome: object
+    weights: tuple[float, ...]
+    values: tuple[float, ...]
+    parents: tuple[str, ...]
+    operator: str | None
+    operator_params: dict[str, object]
+    birth: int
+    objectives: dict[str, float]
+    descriptor: list[float] | None
+    cases: list[float] | None
+    rating: tuple[float, float] | None
+
+
+class PopulationState(TypedDict):
+    """What :meth:`Population.state_dict` returns: roles, id counters and the living members."""
+
+    roles: list[str]
+    counters: dict[str, int]
+    members: list[MemberState]
 
 
 class Population:
@@ -106,12 +133,12 @@ class Population:
         return dead
 
     # -- checkpoints -----------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> PopulationState:
         """Living members (genomes as state dicts) and id counters; ``torch.save``-able."""
         members = [member_state(ind) for ind in self.living]
-        return {"roles": self.roles, "counters": dict(self._counters), "members": members}
+        return PopulationState(roles=self.roles, counters=dict(self._counters), members=members)
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: PopulationState) -> None:
         """Restore what :meth:`state_dict` returned (genome state dicts become LoRA genomes)."""
         self._members = {role: {} for role in state["roles"]}
         self._counters = dict(state["counters"])
@@ -124,27 +151,27 @@ class Population:
         return f"Population({sizes})"
 
 
-def member_state(ind: Individual) -> dict[str, Any]:
+def member_state(ind: Individual) -> MemberState:
     """One member as plain data (its genome as a state dict), for ``torch.save`` checkpoints."""
     genome = ind.genome
-    return {
-        "id": ind.id,
-        "role": ind.role,
-        "genome": genome.state_dict() if hasattr(genome, "state_dict") else genome,
-        "weights": ind.fitness.weights,
-        "values": ind.fitness.values if ind.fitness.valid else (),
-        "parents": ind.parents,
-        "operator": ind.operator,
-        "operator_params": ind.operator_params,
-        "birth": ind.birth,
-        "objectives": dict(ind.objectives),
-        "descriptor": None if ind.descriptor is None else np.asarray(ind.descriptor).tolist(),
-        "cases": None if ind.cases is None else np.asarray(ind.cases).tolist(),
-        "rating": ind.rating,
-    }
+    return MemberState(
+        id=ind.id,
+        role=ind.role,
+        genome=genome.state_dict() if hasattr(genome, "state_dict") else genome,
+        weights=ind.fitness.weights,
+        values=ind.fitness.values if ind.fitness.valid else (),
+        parents=ind.parents,
+        operator=ind.operator,
+        operator_params=ind.operator_params,
+        birth=ind.birth,
+        objectives=dict(ind.objectives),
+        descriptor=None if ind.descriptor is None else np.asarray(ind.descriptor).tolist(),
+        cases=None if ind.cases is None else np.asarray(ind.cases).tolist(),
+        rating=ind.rating,
+    )
 
 
-def member_from_state(row: Mapping[str, Any]) -> Individual:
+def member_from_state(row: MemberState) -> Individual:
     """Inverse of :func:`member_state` (a genome state dict becomes a LoRA genome)."""
     genome = row["genome"]
     if isinstance(genome, dict):
@@ -166,5 +193,7 @@ def member_from_state(row: Mapping[str, Any]) -> Individual:
     ind.objectives = dict(row["objectives"])
     ind.descriptor = None if row["descriptor"] is None else np.asarray(row["descriptor"], dtype=float)
     ind.cases = None if row["cases"] is None else np.asarray(row["cases"], dtype=float)
-    ind.rating = None if row["rating"] is None else tuple(row["rating"])
+    if row["rating"] is not None:
+        mu, sigma = row["rating"]
+        ind.rating = (mu, sigma)
     return ind

@@ -7,7 +7,8 @@
 - :class:`PFSPMatchmaker`: prioritised fictitious self-play pairing, weight p(1-p).
 - :class:`Objectives`, :data:`OBJECTIVES`: named objectives per role -> DEAP fitness vectors.
 - :class:`Fitness`: a DEAP fitness whose weights belong to the instance (also :class:`redqueen.evo.Fitness`).
-- :func:`behaviour_descriptor`, :func:`novelty_scores`, :class:`NoveltyArchive`.
+- :func:`behaviour_descriptor`, :func:`novelty_scores`, :class:`NoveltyArchive` (its checkpoint,
+  :class:`NoveltyArchiveState`).
 - :func:`genotypic_diversity`, :func:`behavioural_diversity`.
 - :func:`hypervolumes`: per-role hypervolume against a reference fixed at first use.
 """
@@ -19,6 +20,7 @@ from redqueen.fitness._hypervolume import hypervolumes
 from redqueen.fitness._matchmaking import PFSPMatchmaker
 from redqueen.fitness._novelty import (
     NoveltyArchive,
+    NoveltyArchiveState,
     behaviour_descriptor,
     behavioural_diversity,
     genotypic_diversity,
@@ -39,6 +41,7 @@ __all__ = [
     "Fitness",
     "OBJECTIVES",
     "NoveltyArchive",
+    "NoveltyArchiveState",
     "Objectives",
     "PFSPMatchmaker",
     "RatingSystem",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -57,6 +57,15 @@ def novelty_scores(descriptors: np.ndarray, reference: np.ndarray | None = None,
     return nearest.mean(axis=1)
 
 
+class NoveltyArchiveState(TypedDict):
+    """What :meth:`NoveltyArchive.state_dict` returns: its settings and descriptors (plain data)."""
+
+    k: int
+    threshold: float | None
+    max_size: int
+    items: list[list[float]]
+
+
 class NoveltyArchive:
     """An archive of past behaviours against which novelty is measured.
 
@@ -101,12 +110,12 @@ class NoveltyArchive:
         del self._items[: max(0, len(self._items) - self.max_size)]
         return added
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> NoveltyArchiveState:
         """Settings and archived descriptors."""
-        return {"k": self.k, "threshold": self.threshold, "max_size": self.max_size,
-                "items": [d.tolist() for d in self._items]}
+        return NoveltyArchiveState(k=self.k, threshold=self.threshold, max_size=self.max_size,
+                                   items=[d.tolist() for d in self._items])
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: NoveltyArchiveState) -> None:
         """Restore what :meth:`state_dict` returned."""
         self.k, self.threshold, self.max_size = state["k"], state["threshold"], state["max_size"]
         self._items = [np.asarray(d, dtype=float) for d in state["items"]]

@@ -226,6 +226,37 @@ def test_map_elites_draws_parents_across_the_configured_cells():
     assert len(loop.grids["teacher"].elites) >= 4
 
 
+def test_map_elites_keeps_its_archive_on_the_configured_grid_through_resume():
+    from redqueen.evo.selection import GridSettings
+
+    pop, lin, ratings = _world(size=6)
+    params = {"bins": [2, 3], "low": [-1.0, 10.0], "high": [1.0, 13.0], "qd_score_offset": -40.0}
+    cfg = ReplacementConfig(cull_fraction=0.5, selection="map_elites", selection_params=params,
+                            operators={"gaussian": 1.0})
+    loop = EvolutionLoop(pop, lin, cfg, 0)
+    rng = np.random.default_rng(2)
+    for step in (1, 2, 3):
+        for ind in pop.living:
+            ind.descriptor = np.array([rng.uniform(-1, 1), rng.uniform(10, 13)])
+        births, _ = loop.replace(step, ratings)
+        grid = loop.grids["teacher"]
+        elite_ids = {e.id for e in grid.elites}
+        assert {p for b in births if b.role == "teacher" for p in b.parents} <= elite_ids
+    assert grid.settings == GridSettings(**params) and grid.dims == (2, 3) and grid.cells == 6
+    assert 3 <= grid.stats.num_elites <= 6  # on the default 10 x 10 grid over [0, 1]^2 the
+    # second descriptor (10 to 13) would put every member in one edge row
+    metrics = loop.archive_metrics()
+    assert metrics["qd_score/teacher"] == pytest.approx(sum(q + 40.0 for _, q, _ in grid.data()))
+    assert metrics["coverage/teacher"] == pytest.approx(grid.stats.num_elites / 6)
+    buffer = io.BytesIO()
+    torch.save(loop.state_dict(), buffer)
+    buffer.seek(0)
+    again = EvolutionLoop(pop, lin, cfg, 1)
+    again.load_state_dict(torch.load(buffer, weights_only=True))
+    assert again.grids["teacher"].settings == grid.settings and again.grids["teacher"].data() == grid.data()
+    assert again.archive_metrics() == metrics
+
+
 def test_archives_follow_the_schemes_declared_needs_not_their_names():
     """A plug-in scheme that declares ``Needs(archive=True)`` gets the loop's archive: past
     behaviours when it takes an ``archive`` parameter, else a grid of elites as its parent pool."""

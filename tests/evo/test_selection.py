@@ -154,6 +154,36 @@ def test_map_elites_draws_only_cell_elites():
     assert picks == {3, 7}
 
 
+def test_map_elites_grids_on_the_configured_bounds_not_the_defaults():
+    # On the default grid (10 bins over [0, 1]) every descriptor below 0 shares the edge cell,
+    # so only the best member would be drawn; on 4 bins over [-2, 0] each of these is its own cell.
+    inds = _population(4, m=1)
+    for j, ind in enumerate(inds):
+        ind.descriptor = np.array([-1.75 + 0.5 * j])
+        ind.fitness.values = (float(j),)
+    assert set(select("map_elites", inds, 60, rng=np.random.default_rng(0))) == {3}
+    picks = select("map_elites", inds, 60, rng=np.random.default_rng(0), bins=4, low=-2.0, high=0.0)
+    assert set(picks) == {0, 1, 2, 3}
+    # Per-dimension bins and bounds: 2 x 1 cells over [0, 1] x [5, 6].
+    for ind, desc in zip(inds, ([0.2, 5.5], [0.3, 5.9], [0.7, 5.1], [0.8, 5.2]), strict=True):
+        ind.descriptor = np.array(desc)
+    picks = select("map_elites", inds, 60, rng=np.random.default_rng(0), bins=[2, 1], low=[0.0, 5.0], high=[1.0, 6.0])
+    assert set(picks) == {1, 3}
+
+
+def test_map_elites_grid_settings_are_checked():
+    inds = _population(4, m=1)
+    with pytest.raises(TypeError, match="bnis: unknown parameter"):
+        select("map_elites", inds, 2, rng=np.random.default_rng(0), bnis=3)
+    with pytest.raises(ValueError, match="bins"):
+        select("map_elites", inds, 2, rng=np.random.default_rng(0), bins=0)
+    with pytest.raises(ValueError, match="high: must be above low"):
+        SELECTIONS.validate("map_elites", {"low": [0.0, 1.0], "high": 1.0})
+    assert SELECTIONS.effective_params("map_elites", {"bins": 3}) == {
+        "bins": 3, "low": 0.0, "high": 1.0, "qd_score_offset": 0.0,
+    }
+
+
 def test_novelty_lc_keeps_an_isolated_good_member():
     inds = _population(8, m=1)
     for j, ind in enumerate(inds):
@@ -179,14 +209,14 @@ def test_custom_scheme_registers_and_runs():
 
 def test_grid_archive_keeps_elites_and_reports_pyribs_stats():
     from redqueen.evo import Individual
-    from redqueen.evo.selection import GridArchive
+    from redqueen.evo.selection import GridArchive, GridSettings
 
     def member(i, desc, value):
         ind = Individual(f"x-{i:04d}", "x", genome=None)
         ind.descriptor, ind.fitness.values = np.asarray(desc), (value,)
         return ind
 
-    archive = GridArchive(dims=[2, 2], ranges=[(0.0, 1.0), (0.0, 1.0)], qd_score_offset=-1.0)
+    archive = GridArchive(settings=GridSettings(bins=[2, 2], low=[0.0, 0.0], high=[1.0, 1.0], qd_score_offset=-1.0))
     assert archive.add([member(0, [0.1, 0.1], 1.0), member(1, [0.2, 0.2], 3.0), member(2, [0.9, 0.9], 2.0)]) == 3
     assert [e.id for e in archive.elites] == ["x-0001", "x-0002"]  # one elite per cell, best first
     assert archive.add([member(3, [0.3, 0.3], 2.5), member(4, [1.5, -3.0], 0.5)]) == 1  # worse; edge cell
@@ -196,3 +226,31 @@ def test_grid_archive_keeps_elites_and_reports_pyribs_stats():
     back = GridArchive()
     back.load_state_dict(archive.state_dict())
     assert back.data() == archive.data() and back.stats == stats
+
+
+def test_grid_archive_samples_its_elites_on_a_non_default_grid():
+    from redqueen.evo.selection import GridArchive, GridSettings
+
+    settings = GridSettings(bins=[3, 2], low=[-3.0, 10.0], high=[3.0, 20.0], qd_score_offset=-5.0)
+    archive = GridArchive(settings=settings)
+    inds = _population(6, m=1)
+    for j, ind in enumerate(inds):
+        ind.descriptor = np.array([-2.5 + j, 11.0 if j % 2 else 19.0])
+        ind.fitness.values = (float(j),)
+    assert archive.add(inds) == 6 and archive.dims == (3, 2) and archive.cells == 6
+    assert archive.index_of(np.array([[-2.5, 11.0], [2.9, 19.9], [100.0, -100.0]])) == [(0, 0), (2, 1), (2, 0)]
+    assert archive.stats.qd_score == pytest.approx(sum(range(6)) + 6 * 5.0)
+    drawn = archive.sample_elites(200, rng=np.random.default_rng(7))
+    assert {d.id for d in drawn} == {ind.id for ind in inds}  # uniform over the six cells
+    again = archive.sample_elites(200, rng=np.random.default_rng(7))
+    assert [d.id for d in again] == [d.id for d in drawn]
+    # The j-th draw of rng.integers is the j-th elite, best first.
+    order = np.random.default_rng(7).integers(0, 6, size=200)
+    assert [d.id for d in drawn] == [archive.elites[j].id for j in order]
+    back = GridArchive()
+    back.load_state_dict(archive.state_dict())
+    assert back.settings == settings and back.dims == (3, 2) and back.stats == archive.stats
+    with pytest.raises(ValueError, match="empty"):
+        GridArchive(settings=settings).sample_elites(1, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="do not fit"):
+        GridArchive(settings=GridSettings(bins=[2, 2, 2])).add(inds)

@@ -10,7 +10,9 @@ them through :func:`select`. A new scheme is one decorated function::
 
 Schemes: ``tournament``, ``truncation``, ``rating_lcb`` (PopuLoRA's default), ``lexicase``,
 ``epsilon_lexicase``, ``nsga2``, ``nsga3``, ``spea2``, ``novelty``, ``novelty_lc``, ``map_elites``.
-:class:`GridArchive` is MAP-Elites' archive kept across generations (QD-score, coverage).
+:class:`GridArchive` is MAP-Elites' archive kept across generations (QD-score, coverage;
+:meth:`GridArchive.sample_elites` draws the parents); :class:`GridSettings`, its grid, is also
+the ``map_elites`` scheme's parameters.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from redqueen.evo.selection._classic import (
     truncation,
 )
 from redqueen.evo.selection._diversity import map_elites, novelty, novelty_lc
-from redqueen.evo.selection._grid_archive import ArchiveStats, GridArchive
+from redqueen.evo.selection._grid_archive import ArchiveStats, GridArchive, GridSettings
 from redqueen.evo.selection._multiobjective import nsga2, nsga3, spea2
 
 __all__ = [
     "SELECTIONS",
     "ArchiveStats",
     "GridArchive",
+    "GridSettings",
     "epsilon_lexicase",
     "lexicase",
     "map_elites",

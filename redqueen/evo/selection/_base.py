@@ -3,19 +3,60 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from redqueen._registry import Registry
 
+
+class FitnessView(Protocol):
+    """What a scheme reads of a member's DEAP-compatible fitness."""
+
+    @property
+    def valid(self) -> bool:
+        """Whether the fitness holds values."""
+        ...
+
+    @property
+    def wvalues(self) -> tuple[float, ...]:
+        """The values times the weights (larger is better)."""
+        ...
+
+
+class Candidate(Protocol):
+    """What every selection scheme reads of a member: a DEAP-compatible ``fitness`` (an
+    :class:`redqueen.evo.Individual`, or a DEAP individual). A scheme that reads more declares it
+    in ``Needs.member_fields`` and reads it by name (:func:`attribute_matrix`)."""
+
+    @property
+    def fitness(self) -> FitnessView:
+        """The member's fitness."""
+        ...
+
+
+class RatedCandidate(Candidate, Protocol):
+    """A candidate with an id and a ``(mu, sigma)`` rating (``rating_lcb``)."""
+
+    @property
+    def id(self) -> str:
+        """The member's id."""
+        ...
+
+    @property
+    def rating(self) -> tuple[float, float] | None:
+        """Its ``(mu, sigma)``, or ``None`` until rated."""
+        ...
+
+
 #: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
 SELECTIONS: Registry[Callable[..., list[int]]] = Registry("selection", context=("rng",))
 
 
 def select(
-    name: str, individuals: Sequence[Any], k: int, *, rng: np.random.Generator | torch.Generator, **params: Any
+    name: str, individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator | torch.Generator,
+    **params: object,
 ) -> list[int]:
     """Choose ``k`` members (indices into ``individuals``, repeats allowed) with a registered scheme.
 
@@ -57,7 +98,7 @@ def select(
     return chosen
 
 
-def weighted_values(individuals: Sequence[Any]) -> np.ndarray:
+def weighted_values(individuals: Sequence[Candidate]) -> np.ndarray:
     """``(n, m)`` matrix of DEAP weighted fitness values (larger is better).
 
     Raises:
@@ -73,7 +114,7 @@ def weighted_values(individuals: Sequence[Any]) -> np.ndarray:
     return np.asarray(rows, dtype=float)
 
 
-def attribute_matrix(individuals: Sequence[Any], attr: str) -> np.ndarray:
+def attribute_matrix(individuals: Sequence[Candidate], attr: str) -> np.ndarray:
     """``(n, d)`` matrix of a per-member array attribute (``cases`` or ``descriptor``).
 
     Raises:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 from pydantic import Field
@@ -11,6 +11,8 @@ from pydantic import Field
 from redqueen._registry import Needs
 from redqueen.evo.selection._base import (
     SELECTIONS,
+    Candidate,
+    RatedCandidate,
     attribute_matrix,
     best_first,
     cycle,
@@ -21,7 +23,7 @@ from redqueen.fitness import CONSERVATIVE_K, conservative_rating
 
 @SELECTIONS.register("tournament")
 def tournament(
-    individuals: Sequence[Any],
+    individuals: Sequence[Candidate],
     k: int,
     *,
     rng: np.random.Generator,
@@ -41,7 +43,7 @@ def tournament(
 
 
 @SELECTIONS.register("truncation")
-def truncation(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) -> list[int]:
+def truncation(individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator) -> list[int]:
     """Truncation selection: the ``k`` best by fitness (cycling when ``k`` exceeds the population).
 
     Mühlenbein & Schlierkamp-Voosen, "Predictive models for the breeder genetic algorithm",
@@ -52,7 +54,7 @@ def truncation(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) 
 
 @SELECTIONS.register("rating_lcb", needs=Needs(member_fields=("rating",)))
 def rating_lcb(
-    individuals: Sequence[Any],
+    individuals: Sequence[RatedCandidate],
     k: int,
     *,
     rng: np.random.Generator,
@@ -71,7 +73,7 @@ def rating_lcb(
 
 
 @SELECTIONS.register("lexicase", needs=Needs(member_fields=("cases",)))
-def lexicase(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) -> list[int]:
+def lexicase(individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator) -> list[int]:
     """Lexicase selection over per-case outcomes (``ind.cases``, higher is better).
 
     Spector, "Assessment of problem modality by differential performance of lexicase
@@ -83,7 +85,7 @@ def lexicase(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) ->
 
 @SELECTIONS.register("epsilon_lexicase", needs=Needs(member_fields=("cases",)))
 def epsilon_lexicase(
-    individuals: Sequence[Any],
+    individuals: Sequence[Candidate],
     k: int,
     *,
     rng: np.random.Generator,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 from pydantic import Field
@@ -12,11 +12,13 @@ from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
 from redqueen._registry import Needs
 from redqueen.evo.selection._base import (
     SELECTIONS,
+    Candidate,
     attribute_matrix,
     best_first,
     cycle,
     weighted_values,
 )
+from redqueen.evo.selection._grid_archive import GridArchive, GridSettings
 from redqueen.evo.selection._multiobjective import survival_order
 from redqueen.fitness import NoveltyArchive, novelty_scores
 
@@ -31,7 +33,7 @@ def _reference(archive: NoveltyArchive | np.ndarray | None) -> np.ndarray | None
 
 @SELECTIONS.register("novelty", needs=Needs(archive=True, member_fields=("descriptor",)))
 def novelty(
-    individuals: Sequence[Any],
+    individuals: Sequence[Candidate],
     k: int,
     *,
     rng: np.random.Generator,
@@ -49,7 +51,7 @@ def novelty(
 
 @SELECTIONS.register("novelty_lc", needs=Needs(archive=True, member_fields=("descriptor",)))
 def novelty_lc(
-    individuals: Sequence[Any],
+    individuals: Sequence[Candidate],
     k: int,
     *,
     rng: np.random.Generator,
@@ -75,34 +77,23 @@ def novelty_lc(
     return cycle(survival_order(RankAndCrowding(), np.column_stack([nov, lc]), k, rng), k)
 
 
-@SELECTIONS.register("map_elites", needs=Needs(archive=True, member_fields=("descriptor",)))
-def map_elites(
-    individuals: Sequence[Any],
-    k: int,
-    *,
-    rng: np.random.Generator,
-    bins: Annotated[int, Field(ge=1)] | Sequence[Annotated[int, Field(ge=1)]] = 10,
-    low: float | Sequence[float] = 0.0,
-    high: float | Sequence[float] = 1.0,
-    qd_score_offset: float = 0.0,
-) -> list[int]:
+@SELECTIONS.register("map_elites", params=GridSettings, needs=Needs(archive=True, member_fields=("descriptor",)))
+def map_elites(individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator, **grid: object) -> list[int]:
     """MAP-Elites: grid the descriptor space, keep each cell's elite, draw parents uniformly from elites.
 
     Mouret & Clune, "Illuminating search spaces by mapping elites", arXiv:1504.04909, 2015.
-    Descriptors outside ``[low, high]`` fall into the edge cells. Called alone, the grid holds
-    only ``individuals``; the evolution loop keeps a persistent
-    :class:`~redqueen.evo.selection.GridArchive` per role with these settings and calls this
-    on its elites (``qd_score_offset`` is the archive's, for its QD-score).
+    The parameters are the grid's (:class:`~redqueen.evo.selection.GridSettings`: ``bins``,
+    ``low``, ``high``, ``qd_score_offset``). Called alone, the grid holds only ``individuals``
+    and the elites are drawn in member order. The evolution loop instead keeps a persistent
+    :class:`~redqueen.evo.selection.GridArchive` per role on these settings and draws parents
+    from it with :meth:`~redqueen.evo.selection.GridArchive.sample_elites`, so the survivors
+    are not gridded again on every call (``qd_score_offset`` is the archive's, for its QD-score).
     """
-    desc = attribute_matrix(individuals, "descriptor")
-    quality = weighted_values(individuals)
-    bins_arr = np.broadcast_to(np.asarray(bins, dtype=int), desc.shape[1])
-    lo = np.broadcast_to(np.asarray(low, dtype=float), desc.shape[1])
-    hi = np.broadcast_to(np.asarray(high, dtype=float), desc.shape[1])
-    scaled = (desc - lo) / np.where(hi > lo, hi - lo, 1.0)
-    cells = np.clip(np.floor(scaled * bins_arr).astype(int), 0, bins_arr - 1)
+    cells = GridArchive(settings=GridSettings.model_validate(grid)).index_of(
+        attribute_matrix(individuals, "descriptor")
+    )
     elites: dict[tuple[int, ...], int] = {}
-    for i in best_first(quality):  # best first, so the first member seen in a cell is its elite
-        elites.setdefault(tuple(cells[i]), int(i))
+    for i in best_first(weighted_values(individuals)):  # best first: the first seen in a cell is its elite
+        elites.setdefault(cells[i], int(i))
     pool = sorted(elites.values())
     return [pool[int(j)] for j in rng.integers(0, len(pool), size=k)]

@@ -1,15 +1,84 @@
-"""A MAP-Elites grid archive kept across generations, after pyribs' ``GridArchive``."""
+"""A MAP-Elites grid archive kept across generations, after pyribs' ``GridArchive``, and its
+grid settings (:class:`GridSettings`), written once for the archive and the ``map_elites`` scheme."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from redqueen.evo.selection._base import attribute_matrix, weighted_values
+
+if TYPE_CHECKING:
+    from redqueen.evo._individual import Individual
+    from redqueen.evo._population import MemberState
+
+__all__ = ["ArchiveStats", "GridArchive", "GridArchiveState", "GridSettings"]
+
+
+class GridSettings(BaseModel):
+    """A MAP-Elites grid: the ``map_elites`` scheme's parameters (``evolution.selection_params``)
+    and the settings of the :class:`GridArchive` the evolution loop keeps on them.
+
+    Attributes:
+        bins: Cells per descriptor dimension (one int for every dimension, or one per dimension).
+        low: Lower bound of the grid per dimension (or one for every dimension).
+        high: Upper bound per dimension (or one for every dimension); descriptors outside
+            ``[low, high]`` fall into the edge cells.
+        qd_score_offset: Subtracted from each elite's quality in the QD-score (pyribs), so that
+            every elite counts positively.
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) if a dimension has fewer than one cell,
+            ``low`` and ``high`` do not broadcast, or a ``high`` is not above its ``low``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    bins: Annotated[int, Field(ge=1)] | Sequence[Annotated[int, Field(ge=1)]] = 10
+    low: float | Sequence[float] = 0.0
+    high: float | Sequence[float] = 1.0
+    qd_score_offset: float = 0.0
+
+    @model_validator(mode="after")
+    def _check_bounds(self) -> GridSettings:
+        try:
+            low, high = np.broadcast_arrays(np.asarray(self.low, dtype=float), np.asarray(self.high, dtype=float))
+        except ValueError:
+            raise ValueError(f"high: {self.high} does not match low: {self.low} in length") from None
+        if np.any(high <= low):
+            raise ValueError(f"high: must be above low in every dimension (low {self.low}, high {self.high})")
+        return self
+
+    def ranges(self) -> list[list[float]]:
+        """``[low, high]`` per dimension given (one pair when both bounds are scalars)."""
+        pairs: list[list[float]] = np.column_stack(np.broadcast_arrays(self.low, self.high)).tolist()
+        return pairs
+
+    @classmethod
+    def from_ranges(
+        cls, *, dims: int | Sequence[int], ranges: Sequence[Sequence[float]] | Sequence[float], qd_score_offset: float
+    ) -> GridSettings:
+        """The settings from pyribs' ``dims`` and ``ranges`` (``(low, high)`` per dimension, or one pair)."""
+        pairs = np.asarray(ranges, dtype=float).reshape(-1, 2)
+        low, high = pairs[:, 0].tolist(), pairs[:, 1].tolist()
+        if len(pairs) == 1:
+            return cls(bins=dims, low=low[0], high=high[0], qd_score_offset=qd_score_offset)
+        return cls(bins=dims, low=low, high=high, qd_score_offset=qd_score_offset)
+
+
+class GridArchiveState(TypedDict):
+    """What :meth:`GridArchive.state_dict` returns: pyribs' ``dims`` and ``ranges``, the QD-score
+    offset, and each elite as ``(cell, quality, member as plain data)``."""
+
+    dims: int | Sequence[int]
+    ranges: list[list[float]]
+    qd_score_offset: float
+    elites: list[tuple[list[int], float, MemberState]]
 
 
 @dataclass(frozen=True)
@@ -35,55 +104,47 @@ class GridArchive:
     """One elite per cell of a regular grid over the behaviour descriptor, kept across generations.
 
     Mouret & Clune, "Illuminating search spaces by mapping elites", arXiv:1504.04909, 2015; the
-    names follow pyribs (``ribs.archives.GridArchive``): ``dims`` cells per descriptor dimension
-    over ``ranges``, ``stats.qd_score`` with a ``qd_score_offset`` that makes every quality
-    count positively, ``stats.coverage``. Quality is the first weighted fitness value. A member
-    replaces a cell's elite only when strictly better, and an elite stays in the archive after
-    its member dies: the archive keeps a snapshot of the member as it was when it entered (the
-    genome by reference, since genomes are write-once).
+    names follow pyribs (``ribs.archives.GridArchive``): ``dims`` cells per descriptor dimension,
+    ``stats.qd_score`` with a ``qd_score_offset`` that makes every quality count positively,
+    ``stats.coverage``, :meth:`sample_elites` for the parents. Quality is the first weighted
+    fitness value. A member replaces a cell's elite only when strictly better, and an elite stays
+    in the archive after its member dies: the archive keeps a snapshot of the member as it was
+    when it entered (the genome by reference, since genomes are write-once).
 
     Args:
-        dims: Cells per descriptor dimension (one int for every dimension).
-        ranges: ``(low, high)`` per dimension, or one pair for every dimension; descriptors
-            outside fall into the edge cells.
-        qd_score_offset: Subtracted from each elite's quality in the QD-score.
+        settings: Cells per dimension, bounds and QD-score offset (default: ``GridSettings()``).
 
     Raises:
-        ValueError: If a dimension has fewer than one cell or an empty range.
+        ValueError: On the first descriptors, if the grid's ``bins`` or bounds do not fit their
+            dimension.
     """
 
-    def __init__(
-        self,
-        *,
-        dims: int | Sequence[int] = 10,
-        ranges: Sequence[float] | Sequence[Sequence[float]] = (0.0, 1.0),
-        qd_score_offset: float = 0.0,
-    ) -> None:
-        self._configure(dims=dims, ranges=ranges, qd_score_offset=qd_score_offset)
+    def __init__(self, *, settings: GridSettings | None = None) -> None:
+        self._reset(settings or GridSettings())
 
-    def _configure(
-        self,
-        *,
-        dims: int | Sequence[int],
-        ranges: Sequence[float] | Sequence[Sequence[float]],
-        qd_score_offset: float,
-    ) -> None:
-        """Set the settings and empty the archive (the constructor, and a checkpoint's load)."""
-        self._dims_spec, self._ranges_spec = dims, ranges
-        self.qd_score_offset = float(qd_score_offset)
-        self._elites: dict[tuple[int, ...], tuple[float, Any]] = {}
+    def _reset(self, settings: GridSettings) -> None:
+        """Take ``settings`` and empty the archive (the constructor, and a checkpoint's load)."""
+        self.settings = settings
+        self._elites: dict[tuple[int, ...], tuple[float, Individual]] = {}
         self._shape: tuple[int, ...] | None = None
         self._low = self._high = np.zeros(0)
 
+    @property
+    def qd_score_offset(self) -> float:
+        """Subtracted from each elite's quality in the QD-score."""
+        return float(self.settings.qd_score_offset)
+
     def _setup(self, dim: int) -> None:
-        dims = np.broadcast_to(np.asarray(self._dims_spec, dtype=int), dim)
-        ranges = np.asarray(self._ranges_spec, dtype=float).reshape(-1, 2)
-        ranges = np.broadcast_to(ranges, (dim, 2))
-        if np.any(dims < 1) or np.any(ranges[:, 1] <= ranges[:, 0]):
-            raise ValueError(f"GridArchive: need dims >= 1 and low < high, got dims={self._dims_spec}, "
-                             f"ranges={self._ranges_spec}")
+        grid = self.settings
+        try:
+            dims = np.broadcast_to(np.asarray(grid.bins, dtype=int), dim)
+            low = np.broadcast_to(np.asarray(grid.low, dtype=float), dim)
+            high = np.broadcast_to(np.asarray(grid.high, dtype=float), dim)
+        except ValueError:
+            raise ValueError(f"GridArchive: bins={grid.bins}, low={grid.low}, high={grid.high} do not fit "
+                             f"{dim}-dimensional descriptors") from None
         self._shape = tuple(int(d) for d in dims)
-        self._low, self._high = ranges[:, 0].copy(), ranges[:, 1].copy()
+        self._low, self._high = low.copy(), high.copy()
 
     @property
     def dims(self) -> tuple[int, ...]:
@@ -104,7 +165,7 @@ class GridArchive:
         dims = np.asarray(self._shape)
         return [tuple(int(c) for c in row) for row in np.clip(np.floor(scaled * dims).astype(int), 0, dims - 1)]
 
-    def add(self, individuals: Sequence[Any]) -> int:
+    def add(self, individuals: Sequence[Individual]) -> int:
         """Offer members to the archive; returns how many cells got a new elite.
 
         Raises:
@@ -123,14 +184,27 @@ class GridArchive:
         return changed
 
     @property
-    def elites(self) -> list[Any]:
+    def elites(self) -> list[Individual]:
         """Every elite, best first (ties in cell order)."""
         order = sorted(self._elites.items(), key=lambda item: (-item[1][0], item[0]))
         return [ind for _, (_, ind) in order]
 
+    def sample_elites(self, n: int, *, rng: np.random.Generator) -> list[Individual]:
+        """``n`` elites drawn uniformly, with replacement, from the occupied cells (MAP-Elites'
+        parent draw): draw ``j`` of ``rng.integers(0, num_elites, n)`` is the ``j``-th of
+        :attr:`elites`, so a seed reproduces the parents.
+
+        Raises:
+            ValueError: If the archive is empty.
+        """
+        pool = self.elites
+        if not pool:
+            raise ValueError("GridArchive.sample_elites: the archive is empty; add members first")
+        return [pool[int(j)] for j in rng.integers(0, len(pool), size=n)]
+
     def data(self) -> list[tuple[tuple[int, ...], float, str]]:
         """``(cell, quality, member id)`` of every occupied cell, in cell order."""
-        return [(cell, q, getattr(ind, "id", "")) for cell, (q, ind) in sorted(self._elites.items())]
+        return [(cell, q, ind.id) for cell, (q, ind) in sorted(self._elites.items())]
 
     @property
     def stats(self) -> ArchiveStats:
@@ -146,20 +220,24 @@ class GridArchive:
             obj_mean=float(qualities.mean()),
         )
 
-    def state_dict(self) -> dict[str, Any]:
-        """Grid settings and elites as plain data (genomes as state dicts), ``torch.save``-able."""
+    def state_dict(self) -> GridArchiveState:
+        """Grid settings (pyribs' ``dims`` and ``ranges``) and elites as plain data (genomes as
+        state dicts), ``torch.save``-able."""
         from redqueen.evo._population import member_state
 
-        return {
-            "dims": self._dims_spec, "ranges": self._ranges_spec, "qd_score_offset": self.qd_score_offset,
-            "elites": [(list(cell), q, member_state(ind)) for cell, (q, ind) in self._elites.items()],
-        }
+        grid = self.settings
+        return GridArchiveState(
+            dims=grid.bins, ranges=grid.ranges(), qd_score_offset=self.qd_score_offset,
+            elites=[(list(cell), q, member_state(ind)) for cell, (q, ind) in self._elites.items()],
+        )
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`state_dict` returned."""
+    def load_state_dict(self, state: GridArchiveState) -> None:
+        """Restore what :meth:`state_dict` returned (settings and elites)."""
         from redqueen.evo._population import member_from_state
 
-        self._configure(dims=state["dims"], ranges=state["ranges"], qd_score_offset=state["qd_score_offset"])
+        self._reset(GridSettings.from_ranges(
+            dims=state["dims"], ranges=state["ranges"], qd_score_offset=state["qd_score_offset"]
+        ))
         for cell, q, row in state["elites"]:
             if self._shape is None:
                 self._setup(len(cell))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import deap.tools
 import numpy as np
@@ -11,14 +11,15 @@ from pydantic import Field
 from pymoo.algorithms.moo.nsga3 import ReferenceDirectionSurvival
 from pymoo.core.population import Population as PymooPopulation
 from pymoo.core.problem import Problem
+from pymoo.core.survival import Survival
 from pymoo.operators.survival.rank_and_crowding import RankAndCrowding
 from pymoo.util.ref_dirs import get_reference_directions
 
 from redqueen._registry import Needs
-from redqueen.evo.selection._base import SELECTIONS, cycle, weighted_values
+from redqueen.evo.selection._base import SELECTIONS, Candidate, cycle, weighted_values
 
 
-def survival_order(survival: Any, wvalues: np.ndarray, k: int, rng: np.random.Generator) -> list[int]:
+def survival_order(survival: Survival, wvalues: np.ndarray, k: int, rng: np.random.Generator) -> list[int]:
     """Run a pymoo survival on weighted values (maximised); indices of the survivors in order."""
     n, m = wvalues.shape
     pop = PymooPopulation.new(F=-wvalues, index=np.arange(n))  # pymoo minimises
@@ -31,7 +32,7 @@ Crowding = Literal["cd", "pcd", "pruning-cd", "ce", "mnn", "2nn"]
 
 
 @SELECTIONS.register("nsga2", needs=Needs(min_objectives=2))
-def nsga2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, crowding: Crowding = "cd") -> list[int]:
+def nsga2(individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator, crowding: Crowding = "cd") -> list[int]:
     """NSGA-II survival: non-dominated rank, then crowding distance (pymoo's RankAndCrowding).
 
     Deb, Pratap, Agarwal & Meyarivan, "A fast and elitist multiobjective genetic algorithm:
@@ -43,7 +44,7 @@ def nsga2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator, crowd
 
 @SELECTIONS.register("nsga3", needs=Needs(min_objectives=2))
 def nsga3(
-    individuals: Sequence[Any],
+    individuals: Sequence[Candidate],
     k: int,
     *,
     rng: np.random.Generator,
@@ -65,7 +66,7 @@ def nsga3(
 
 
 @SELECTIONS.register("spea2", needs=Needs(min_objectives=2))
-def spea2(individuals: Sequence[Any], k: int, *, rng: np.random.Generator) -> list[int]:
+def spea2(individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator) -> list[int]:
     """SPEA2 environmental selection (DEAP's ``selSPEA2`` on our individuals).
 
     Zitzler, Laumanns & Thiele, "SPEA2: Improving the strength Pareto evolutionary algorithm",
