@@ -21,7 +21,7 @@ from transformers import (
 from redqueen.engine._lora_layer import MultiLoRALinear, inject_multilora
 from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
 from redqueen.engine.backends import BACKENDS, GenerationBackend
-from redqueen.engine.backends._decoder import UnsupportedModelError
+from redqueen.engine.backends._supported import UnsupportedModelError
 from redqueen.genomes import LoRAGenome
 
 __all__ = ["DEFAULT_TARGET_MODULES", "AdapterHost"]
@@ -180,7 +180,7 @@ class AdapterHost:
         for name, (a, b) in factors.items():
             self._layers[name].set_factors(adapter_id, a, b, genome.scaling)
         self._adapters[adapter_id] = (genome.rank, float(genome.alpha))
-        self.backend.adapters_changed([adapter_id])
+        self.adapters_changed([adapter_id])
 
     def remove_adapter(self, adapter_id: str) -> None:
         """Remove an adapter and free its factors.
@@ -191,7 +191,16 @@ class AdapterHost:
         self._check(adapter_id)
         self._drop(adapter_id)
         del self._adapters[adapter_id]
-        self.backend.adapters_changed([adapter_id])
+        self.adapters_changed([adapter_id])
+
+    def adapters_changed(self, adapter_ids: Sequence[str]) -> None:
+        """Tell the generation backend that these adapters changed.
+
+        The host calls it when an adapter is set or removed; a learner calls it after
+        training factors in place, so that a backend holding its own copy of the weights
+        (stacked factors, a vLLM engine) refreshes them before the next generation.
+        """
+        self.backend.adapters_changed(adapter_ids)
 
     def genome(self, adapter_id: str) -> LoRAGenome:
         """Export an adapter's current (possibly trained) weights as a new genome (a copy).

@@ -9,6 +9,11 @@ multi-LoRA factors, device sampling, CUDA graphs on a GPU) for Llama/Qwen2-style
 and ``"static_compiled"`` the same with its decode step compiled by ``torch.compile``;
 ``"vllm"`` (the ``vllm`` extra) decodes with a multi-LoRA vLLM engine.
 
+A backend reads the host only through :class:`BackendHost` (model, tokenizer, device, dtype,
+batch size, padding and end tokens, row routing, adapters), so it is tested against a small
+fake host as well as :class:`~redqueen.engine.AdapterHost`. What the backends share (seeds per
+row, chunking, padding, sampling steps, stop strings, results) lives in ``_common``.
+
 A new backend::
 
     from redqueen.engine import BACKENDS
@@ -22,16 +27,18 @@ A new backend::
 
 from __future__ import annotations
 
-from redqueen.engine.backends._base import BACKENDS, GenerationBackend
+from redqueen.engine.backends._base import BACKENDS, BackendHost, GenerationBackend, TokenDecoder
 from redqueen.engine.backends._hf import HFBackend
 from redqueen.engine.backends._static import CompiledStaticBackend, StaticBackend
 from redqueen.engine.backends.vllm_backend import VLLMBackend  # imports vllm only when built
 
 __all__ = [
     "BACKENDS",
+    "BackendHost",
     "CompiledStaticBackend",
     "GenerationBackend",
     "HFBackend",
     "StaticBackend",
+    "TokenDecoder",
     "VLLMBackend",
 ]

@@ -11,7 +11,6 @@ addresses and can be captured in a CUDA graph.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -19,6 +18,11 @@ from torch.nn import functional as F
 
 from redqueen.engine._lora_layer import MultiLoRALinear
 from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
+from redqueen.engine.backends._supported import (
+    SUPPORTED_MODEL_TYPES,
+    UnsupportedModelError,
+    check_supported,
+)
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
@@ -27,16 +31,6 @@ __all__ = [
     "UnsupportedModelError",
     "projection_groups",
 ]
-
-#: ``config.model_type`` values whose decoder layers this forward reproduces exactly.
-SUPPORTED_MODEL_TYPES: tuple[str, ...] = ("llama", "qwen2", "mistral")
-
-_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-class UnsupportedModelError(ValueError):
-    """The model is not a Llama/Qwen2-style decoder the static backend can run."""
-
 
 @dataclass
 class KVCache:
@@ -63,7 +57,7 @@ class _Group:
     storage).
     """
 
-    def __init__(self, members: list[Any]) -> None:
+    def __init__(self, members: list[nn.Linear]) -> None:
         self.members = members
         self.sizes = [m.out_features for m in members]
         self.lora: int | None = None  # index in the LoRA stack, if any member has adapters
@@ -135,10 +129,10 @@ class _Layer:
         self.in_norm = layer.input_layernorm
         self.post_norm = layer.post_attention_layernorm
         self.act = mlp.act_fn
-        self.qkv = _Group([attn.q_proj, attn.k_proj, attn.v_proj])
-        self.o = _Group([attn.o_proj])
-        self.gate_up = _Group([mlp.gate_proj, mlp.up_proj])
-        self.down = _Group([mlp.down_proj])
+        self.qkv = _Group(_linears(attn.q_proj, attn.k_proj, attn.v_proj))
+        self.o = _Group(_linears(attn.o_proj))
+        self.gate_up = _Group(_linears(mlp.gate_proj, mlp.up_proj))
+        self.down = _Group(_linears(mlp.down_proj))
         self.groups = (self.qkv, self.o, self.gate_up, self.down)
         self.scaling = float(getattr(attn, "scaling", attn.head_dim**-0.5))
 
@@ -150,17 +144,32 @@ def projection_groups(model: nn.Module) -> list[list[nn.Linear]]:
     Raises:
         UnsupportedModelError: If the model is not a Llama/Qwen2-style decoder.
     """
-    _check_supported(model)
+    check_supported(model)
     groups = []
     for layer in model.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
         groups += [
-            [attn.q_proj, attn.k_proj, attn.v_proj],
-            [attn.o_proj],
-            [mlp.gate_proj, mlp.up_proj],
-            [mlp.down_proj],
+            _linears(attn.q_proj, attn.k_proj, attn.v_proj),
+            _linears(attn.o_proj),
+            _linears(mlp.gate_proj, mlp.up_proj),
+            _linears(mlp.down_proj),
         ]
     return groups
+
+
+def _linears(*modules: object) -> list[nn.Linear]:
+    """The projections of one group, each checked to be a linear layer.
+
+    Raises:
+        UnsupportedModelError: If one is not (a quantised or otherwise replaced projection).
+    """
+    for module in modules:
+        if not isinstance(module, nn.Linear):
+            raise UnsupportedModelError(
+                f"backend 'static': a projection is a {type(module).__name__}, not a linear "
+                "layer; use backend 'hf', which runs any causal LM"
+            )
+    return [m for m in modules if isinstance(m, nn.Linear)]
 
 
 class StaticDecoder:
@@ -176,7 +185,7 @@ class StaticDecoder:
     """
 
     def __init__(self, model: nn.Module, lora: StackedLoRA) -> None:
-        _check_supported(model)
+        check_supported(model)
         config = model.config
         inner = model.model
         self.embed = inner.embed_tokens
@@ -377,32 +386,3 @@ class StaticDecoder:
 def _rotate_half(x: Tensor) -> Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def _check_supported(model: nn.Module) -> None:
-    config = getattr(model, "config", None)
-    model_type = getattr(config, "model_type", type(model).__name__)
-    hint = "use backend 'hf', which runs any causal LM"
-    if model_type not in SUPPORTED_MODEL_TYPES:
-        raise UnsupportedModelError(
-            f"backend 'static' runs Llama/Qwen2-style decoders (model_type in "
-            f"{list(SUPPORTED_MODEL_TYPES)}), not {model_type!r}; {hint}"
-        )
-    if getattr(config, "use_sliding_window", False) or getattr(config, "sliding_window", None):
-        raise UnsupportedModelError(f"backend 'static' has no sliding-window attention; {hint}")
-    layers = getattr(getattr(model, "model", None), "layers", None)
-    if not layers:
-        raise UnsupportedModelError(f"backend 'static': model.model.layers not found; {hint}")
-    attn = layers[0].self_attn
-    if hasattr(attn, "q_norm") or not all(
-        isinstance(getattr(attn, n, None), nn.Linear) for n in _PROJECTIONS[:4]
-    ):
-        raise UnsupportedModelError(f"backend 'static': unexpected attention layout; {hint}")
-    mlp = layers[0].mlp
-    if not all(isinstance(getattr(mlp, n, None), nn.Linear) for n in _PROJECTIONS[4:]):
-        raise UnsupportedModelError(f"backend 'static': unexpected MLP layout; {hint}")
-
-
-def lora_layers(model: nn.Module) -> list[MultiLoRALinear]:
-    """The model's multi-LoRA layers, in module order (the stack's layer order)."""
-    return [m for m in model.modules() if isinstance(m, MultiLoRALinear)]

@@ -1,7 +1,7 @@
 """Per-row seeded sampling on the device, with the ``hf`` backend's draws.
 
 The ``hf`` backend draws one float64 uniform per row and step from the row's own CPU
-``torch.Generator`` (seeded by :func:`~redqueen.engine.backends._hf.row_seeds`) and inverts the
+``torch.Generator`` (seeded by :func:`~redqueen.engine.backends._common.row_seeds`) and inverts the
 row's CDF with it. A generator's first ``n`` draws are the same whether taken one at a time or
 as one ``torch.rand(n)``, so :class:`DeviceSampler` takes each row's draws for the whole call
 up front, moves them to the device once, and indexes them by a step counter held on the device:

@@ -1,22 +1,20 @@
 """Where each row's completion ends: end-of-sequence, a stop string, or its token budget.
 
 A row's tokens do not depend on the rows beside it nor on how long it keeps decoding, so the
-end of each row can be found from its tokens after the fact, with the ``hf`` backend's rules,
+end of each row can be found from its tokens after the fact, one rule for every backend,
 instead of synchronising with the device at every step. :class:`RowEnds` scans tokens as they
-come back (every few steps, to stop early once every row has ended) and gives the same
-lengths and ``finished`` flags as deciding step by step.
+come back (every step, or every few steps to stop early once every row has ended); every
+backend that decodes in PyTorch ends its rows with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 
 from redqueen.engine._sampling import SamplingParams
+from redqueen.engine.backends._common import completes_stop
 
 __all__ = ["RowEnds"]
-
-# Extra tokens decoded around a stop string: a token may decode to less than one character.
-_STOP_MARGIN = 4
 
 
 class RowEnds:
@@ -31,7 +29,7 @@ class RowEnds:
     def __init__(
         self,
         params: Sequence[SamplingParams],
-        eos_token_ids: set[int],
+        eos_token_ids: Set[int],
         decode: Callable[[list[int]], str],
     ) -> None:
         self.budgets = [p.max_new_tokens for p in params]
@@ -47,6 +45,10 @@ class RowEnds:
     def all_ended(self) -> bool:
         """Whether every row's completion has ended."""
         return all(n is not None for n in self.lengths)
+
+    def final_lengths(self, steps: int) -> list[int]:
+        """Each row's length, ``steps`` for a row not ended within the tokens scanned."""
+        return [steps if n is None else n for n in self.lengths]
 
     def scan(self, new_tokens: Sequence[Sequence[int]]) -> None:
         """Look at the next tokens of every row (the same number per row)."""
@@ -83,6 +85,4 @@ class RowEnds:
             return False
         seen = self._seen[row]
         seen.append(token)
-        window = max(len(s) for s in stops) + _STOP_MARGIN
-        tail = self.decode(seen[-window:])
-        return any(s in tail for s in stops)
+        return completes_stop(seen, stops, self.decode)

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from redqueen.engine._sampling import Generation, SamplingParams
-from redqueen.engine.backends._base import BACKENDS
+from redqueen.engine.backends._base import BACKENDS, BackendHost
+from redqueen.engine.backends._common import (
+    generate_in_chunks,
+    generations,
+    left_pad,
+    prompt_positions,
+    text_decoder,
+)
 from redqueen.engine.backends._decode_state import DecodeState
 from redqueen.engine.backends._decoder import StaticDecoder, projection_groups
 from redqueen.engine.backends._device_sampler import DeviceSampler
-from redqueen.engine.backends._hf import _cut_at_stop, generate_in_chunks
 from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
 from redqueen.engine.backends._row_ends import RowEnds
-
-if TYPE_CHECKING:
-    from redqueen.engine._host import AdapterHost
 
 __all__ = ["CompiledStaticBackend", "StaticBackend"]
 
@@ -57,7 +59,8 @@ class StaticBackend:
     construction, and the ``hf`` backend runs them.
 
     Args:
-        host: The :class:`~redqueen.engine.AdapterHost` whose model decodes.
+        host: The host whose model decodes (an :class:`~redqueen.engine.AdapterHost`, or any
+            :class:`~redqueen.engine.backends.BackendHost`).
         dense_lora: Apply the adapters in the dense form (``None``, the default: yes) or in
             segments (``False``); both compute the same deltas.
         compile_step: Compile the decode step with ``torch.compile`` (fuses the small
@@ -75,9 +78,10 @@ class StaticBackend:
     capacity_step: int = 256
 
     def __init__(
-        self, host: AdapterHost, *, dense_lora: bool | None = None, compile_step: bool = False
+        self, host: BackendHost, *, dense_lora: bool | None = None, compile_step: bool = False
     ) -> None:
         self.host = host
+        self._decode = text_decoder(host.tokenizer)
         self.use_graphs = host.device.type == "cuda"
         self.lora = StackedLoRA(
             projection_groups(host.model),
@@ -125,56 +129,73 @@ class StaticBackend:
         params: Sequence[SamplingParams],
         streams: Sequence[torch.Generator] | None,
     ) -> list[Generation]:
-        host, device = self.host, self.host.device
-        if self.decoder.check_weights():
-            self._states.clear()  # their graphs read the old weights
-            if self.use_graphs:  # and a pool whose graphs are all gone is not captured into
-                self._pool = torch.cuda.graph_pool_handle()
-        batch = len(prompt_ids)
-        if any(len(ids) == 0 for ids in prompt_ids):
-            raise ValueError("cannot generate from an empty prompt (no tokens)")
-        width = max(len(p) for p in prompt_ids)
+        device = self.host.device
+        self._refresh_weights()
+        batch, width = len(prompt_ids), max(len(p) for p in prompt_ids)
         max_new = max(p.max_new_tokens for p in params)
         rows, capacity = self._shape(batch, width + max_new)
-        state = self._state(rows, capacity)
-
         # Left-padded prompts; rows beyond the batch (graph buckets) hold one padding token.
-        input_ids = torch.full((rows, width), host.pad_token_id, dtype=torch.long)
-        valid = torch.zeros((rows, width), dtype=torch.bool)
-        valid[batch:, -1] = True
-        for row, ids in enumerate(prompt_ids):
-            input_ids[row, width - len(ids) :] = torch.as_tensor(list(ids), dtype=torch.long)
-            valid[row, width - len(ids) :] = True
-        positions = (valid.long().cumsum(-1) - 1).clamp(min=0)
-        input_ids, positions = input_ids.to(device), positions.to(device)
+        input_ids, valid = left_pad(prompt_ids, self.host.pad_token_id, rows)
+        state = self._state(rows, capacity)
+        positions = prompt_positions(valid).to(device)
         state.cache.valid.zero_()
         state.cache.valid[:, :width] = valid.to(device)
 
-        slots = self.lora.load([a for a in adapter_ids if a is not None])
-        route = None
-        if slots:
-            row_slots = [0 if a is None else slots[a] for a in adapter_ids] + [0] * (rows - batch)
-            if self.static_shapes:
-                longest = max(row_slots.count(s) for s in set(row_slots))
-                seg = next(b for b in self.graph_buckets + (rows,) if b >= longest)
-                route = state.static_routing(
-                    self.lora.routing(row_slots, seg=min(seg, rows), all_slots=True)
-                )
-            else:
-                route = self.lora.routing(row_slots)
+        row_slots, route = self._route(state, adapter_ids, rows)
         sampler = DeviceSampler(params, streams, steps=max_new, device=device, rows=rows)
         if self.static_shapes:
             state.sampler.load(sampler)
             sampler = state.sampler
 
-        logits = self._prefill(state, input_ids, positions, route, row_slots if slots else None)
+        logits = self._prefill(state, input_ids.to(device), positions, route, row_slots)
         state.start(width, positions[:, -1] + 1)
         state.record(*sampler(logits, state.step))
-        ends = RowEnds(params, host.eos_token_ids, self._decode)
+        ends = RowEnds(params, self.host.eos_token_ids, self._decode)
+        if self.static_shapes:
+            outputs = self._decode_fixed(state, sampler, route, ends, batch)
+        else:
+            outputs = self._decode_shrinking(state, sampler, route, row_slots, ends, width)
+        return self._results(outputs, ends, prompt_ids, params)
+
+    def _refresh_weights(self) -> None:
+        """Drop the decode states whose graphs read weights the model no longer holds."""
+        if self.decoder.check_weights():
+            self._states.clear()  # their graphs read the old weights
+            if self.use_graphs:  # and a pool whose graphs are all gone is not captured into
+                self._pool = torch.cuda.graph_pool_handle()
+
+    def _route(
+        self, state: DecodeState, adapter_ids: Sequence[str | None], rows: int
+    ) -> tuple[list[int] | None, LoRARouting | None]:
+        """Each row's slot in the LoRA stack and the routing over them (``None``, ``None``
+        when no row has an adapter); with fixed shapes, in the state's fixed buffers."""
+        slots = self.lora.load([a for a in adapter_ids if a is not None])
+        if not slots:
+            return None, None
+        row_slots = [0 if a is None else slots[a] for a in adapter_ids]
+        row_slots += [0] * (rows - len(adapter_ids))
         if not self.static_shapes:
-            kept = row_slots if slots else None
-            out = self._decode_shrinking(state, sampler, route, kept, ends, width)
-            return self._results(out, ends, prompt_ids, params)
+            return row_slots, self.lora.routing(row_slots)
+        longest = max(row_slots.count(s) for s in set(row_slots))
+        seg = next(b for b in self.graph_buckets + (rows,) if b >= longest)
+        route = self.lora.routing(row_slots, seg=min(seg, rows), all_slots=True)
+        return row_slots, state.static_routing(route)
+
+    def _decode_fixed(
+        self,
+        state: DecodeState,
+        sampler: DeviceSampler,
+        route: LoRARouting | None,
+        ends: RowEnds,
+        batch: int,
+    ) -> tuple[Tensor, Tensor]:
+        """Decoding with fixed shapes (a CUDA graph replayed per token, or the same step run
+        eagerly), looking at the tokens every :attr:`check_every` steps.
+
+        Returns:
+            Tokens and log-probabilities of the batch's rows, ``(batch, max_new)`` each.
+        """
+        max_new = max(ends.budgets)
         for step in range(1, max_new):
             if step % self.check_every == 0 and self._scan(state, ends, batch, step):
                 break
@@ -184,7 +205,7 @@ class StaticBackend:
                 state.advance(self.decoder, sampler, route)
         if not ends.all_ended:
             self._scan(state, ends, batch, max_new)
-        return self._results(state.outputs(batch, max_new), ends, prompt_ids, params)
+        return state.outputs(batch, max_new)
 
     def _prefill(
         self,
@@ -301,9 +322,6 @@ class StaticBackend:
         ends.scan(new)
         return ends.all_ended
 
-    def _decode(self, ids: list[int]) -> str:
-        return str(self.host.tokenizer.decode(ids, skip_special_tokens=True))
-
     def _results(
         self,
         outputs: tuple[Tensor, Tensor],
@@ -315,21 +333,10 @@ class StaticBackend:
         steps = max(p.max_new_tokens for p in params)
         tokens = outputs[0][:batch, :steps].tolist()
         logprobs = outputs[1][:batch, :steps].tolist()
-        results = []
-        for row in range(batch):
-            n = ends.lengths[row] or steps
-            ids = tokens[row][:n]
-            text = _cut_at_stop(self._decode(ids), params[row].stop)
-            results.append(
-                Generation(
-                    text=text,
-                    prompt_ids=list(prompt_ids[row]),
-                    token_ids=ids,
-                    logprobs=logprobs[row][:n],
-                    finished=ends.finished[row],
-                )
-            )
-        return results
+        lengths = ends.final_lengths(steps)
+        return generations(
+            prompt_ids, params, tokens, logprobs, lengths, ends.finished, self._decode
+        )
 
 
 @BACKENDS.register("static_compiled")
@@ -347,5 +354,5 @@ class CompiledStaticBackend(StaticBackend):
         host: The :class:`~redqueen.engine.AdapterHost` whose model decodes.
     """
 
-    def __init__(self, host: AdapterHost) -> None:
+    def __init__(self, host: BackendHost) -> None:
         super().__init__(host, compile_step=True)

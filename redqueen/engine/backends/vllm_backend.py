@@ -6,7 +6,7 @@ folder under a RAM-backed directory (``/dev/shm`` where it exists) and registere
 unique integer id, so vLLM never serves stale weights from its LoRA cache. The engine is built
 on first use, when the population is known: ``max_loras`` = adapters held (the population
 size), ``max_lora_rank`` = the largest genome rank rounded up to a size vLLM supports. Each row
-carries its own seed (:func:`~redqueen.engine.backends._hf.row_seeds`), the same per-row key
+carries its own seed (:func:`~redqueen.engine.backends._common.row_seeds`), the same per-row key
 the ``hf`` backend uses, and asks for raw log-probabilities (before temperature and top-p),
 which is what the learner's ratio needs.
 """
@@ -18,19 +18,67 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Protocol
 
 from redqueen.engine._sampling import Generation, SamplingParams
-from redqueen.engine.backends._base import BACKENDS
-from redqueen.engine.backends._hf import row_seeds
-
-if TYPE_CHECKING:
-    from redqueen.engine._host import AdapterHost
+from redqueen.engine.backends._base import BACKENDS, BackendHost
+from redqueen.engine.backends._common import call_row_seeds
 
 __all__ = ["AdapterStage", "VLLMBackend", "engine_kwargs", "lora_rank_bucket", "to_generation"]
 
 #: LoRA ranks vLLM's kernels are built for.
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
+
+
+class _Logprob(Protocol):
+    @property
+    def logprob(self) -> float: ...
+
+
+class CompletionOutput(Protocol):
+    """What :func:`to_generation` reads of one vLLM ``CompletionOutput``."""
+
+    @property
+    def token_ids(self) -> Sequence[int]:
+        """Sampled tokens."""
+        ...
+
+    @property
+    def logprobs(self) -> Sequence[Mapping[int, float | _Logprob]] | None:
+        """Per token, its log-probability (a float or a ``Logprob``) by token id."""
+        ...
+
+    @property
+    def text(self) -> str:
+        """The completion's text, cut at a stop string."""
+        ...
+
+    @property
+    def finish_reason(self) -> str | None:
+        """``"stop"`` for an end-of-sequence token or a stop string."""
+        ...
+
+
+class _RequestOutput(Protocol):
+    @property
+    def outputs(self) -> Sequence[CompletionOutput]: ...
+
+
+class _Engine(Protocol):
+    """The part of ``vllm.LLM`` this backend calls."""
+
+    @property
+    def llm_engine(self) -> object: ...
+
+    def generate(
+        self,
+        prompts: list[dict[str, list[int]]],
+        sampling_params: list[object],
+        *,
+        lora_request: list[object | None],
+        use_tqdm: bool,
+    ) -> Sequence[_RequestOutput]: ...
 
 
 def lora_rank_bucket(rank: int) -> int:
@@ -52,10 +100,10 @@ def engine_kwargs(
     dtype: str,
     gpu_memory_utilization: float,
     max_model_len: int | None,
-    extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """Keyword arguments of ``vllm.LLM`` for a population with these adapter ranks."""
-    kwargs: dict[str, Any] = {
+    kwargs: dict[str, object] = {
         "model": model_path,
         "enable_lora": True,
         "max_loras": max(1, len(ranks)),
@@ -91,7 +139,7 @@ class AdapterStage:
         """These adapters changed (added, trained, replaced or removed) since last staged."""
         self.dirty.update(adapter_ids)
 
-    def sync(self, host: Any) -> list[int]:
+    def sync(self, host: BackendHost) -> list[int]:
         """Write every dirty adapter the host still holds; returns the int ids now retired."""
         retired = []
         held = set(host.adapter_ids)
@@ -118,13 +166,13 @@ class AdapterStage:
         self.current.clear()
 
 
-def to_generation(output: Any, prompt_ids: Sequence[int]) -> Generation:
+def to_generation(output: CompletionOutput, prompt_ids: Sequence[int]) -> Generation:
     """A :class:`Generation` from one vLLM ``CompletionOutput`` (raw log-probabilities)."""
     token_ids = [int(t) for t in output.token_ids]
     logprobs = []
     for token, entry in zip(token_ids, output.logprobs or [], strict=False):
         value = entry[token]
-        logprobs.append(float(getattr(value, "logprob", value)))
+        logprobs.append(float(value) if isinstance(value, int | float) else float(value.logprob))
     if len(logprobs) != len(token_ids):
         raise ValueError(
             f"vllm backend: {len(token_ids)} tokens but {len(logprobs)} log-probabilities"
@@ -156,50 +204,52 @@ class VLLMBackend:
     model and the learner need the rest), ``REDQUEEN_VLLM_MAX_MODEL_LEN``.
 
     Args:
-        host: The :class:`~redqueen.engine.AdapterHost` (its model trains; vLLM only decodes).
+        host: The host whose adapters vLLM serves (an :class:`~redqueen.engine.AdapterHost`:
+            its model trains; vLLM only decodes).
 
     Raises:
         ImportError: If vllm is not installed (the message names the extra).
     """
 
-    def __init__(self, host: AdapterHost) -> None:
+    def __init__(self, host: BackendHost) -> None:
         try:
             import vllm
         except ImportError as error:
             raise ImportError(
                 "backend 'vllm' needs vLLM: pip install 'redqueen[vllm]' (CUDA only)"
             ) from error
-        self._vllm = vllm
+        self._vllm: ModuleType = vllm
         self.host = host
         self.stage = AdapterStage()
-        self.llm: Any = None
+        self.llm: _Engine | None = None
         self._capacity: tuple[int, int] = (0, 0)  # (max_loras, max_lora_rank) of the engine
 
     def adapters_changed(self, adapter_ids: Sequence[str]) -> None:
         """Stage these adapters again before the next generation."""
         self.stage.mark(adapter_ids)
 
-    def _engine(self) -> Any:
+    def _engine(self) -> _Engine:
         ranks = list(self.stage.ranks.values())
         need = (max(1, len(ranks)), lora_rank_bucket(max(ranks, default=8)))
-        if self.llm is None or need[0] > self._capacity[0] or need[1] > self._capacity[1]:
-            self.llm = None  # a larger population or rank needs a new engine
-            dtype = str(self.host.dtype).removeprefix("torch.")
-            max_len = os.environ.get("REDQUEEN_VLLM_MAX_MODEL_LEN")
-            kwargs = engine_kwargs(
-                str(self.host.model_path),
-                ranks=ranks,
-                dtype=dtype,
-                gpu_memory_utilization=float(os.environ.get("REDQUEEN_VLLM_GPU_MEMORY", 0.5)),
-                max_model_len=int(max_len) if max_len else None,
-            )
-            if not _accepts_logprobs_mode():
-                # Older vLLM reports log-probabilities after temperature / top-p: equal to the
-                # raw ones at temperature 1 and top_p 1 (the defaults the learner assumes).
-                kwargs.pop("logprobs_mode")
-            self.llm = self._vllm.LLM(**kwargs)
-            self._capacity = need
-        return self.llm
+        if self.llm is not None and need[0] <= self._capacity[0] and need[1] <= self._capacity[1]:
+            return self.llm
+        self.llm = None  # a larger population or rank needs a new engine
+        dtype = str(self.host.dtype).removeprefix("torch.")
+        max_len = os.environ.get("REDQUEEN_VLLM_MAX_MODEL_LEN")
+        kwargs = engine_kwargs(
+            str(self.host.model_path),
+            ranks=ranks,
+            dtype=dtype,
+            gpu_memory_utilization=float(os.environ.get("REDQUEEN_VLLM_GPU_MEMORY", 0.5)),
+            max_model_len=int(max_len) if max_len else None,
+        )
+        if not _accepts_logprobs_mode():
+            # Older vLLM reports log-probabilities after temperature / top-p: equal to the
+            # raw ones at temperature 1 and top_p 1 (the defaults the learner assumes).
+            kwargs.pop("logprobs_mode")
+        engine: _Engine = self._vllm.LLM(**kwargs)
+        self.llm, self._capacity = engine, need
+        return engine
 
     def generate(
         self,
@@ -216,11 +266,11 @@ class VLLMBackend:
             remove = getattr(llm, "remove_lora", None) or getattr(llm.llm_engine, "remove_lora", None)
             if remove is not None:
                 remove(int_id)
-        seed = params[0].seed if params else None
-        seeds = row_seeds(seed, prompt_ids, adapter_ids) if seed is not None else [None] * len(params)
-        requests: list[Any] = []
-        prompts: list[Any] = []
-        loras: list[Any] = []
+        seeded = call_row_seeds(prompt_ids, adapter_ids, params)
+        seeds: list[int | None] = [None] * len(params) if seeded is None else list(seeded)
+        requests: list[object] = []
+        prompts: list[dict[str, list[int]]] = []
+        loras: list[object | None] = []
         for ids, adapter_id, p, row_seed in zip(prompt_ids, adapter_ids, params, seeds, strict=True):
             requests.append(
                 self._vllm.SamplingParams(
