@@ -2,114 +2,29 @@
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 from torch.nn import functional as F
 
 from redqueen.engine._batch import RolloutBatch
+from redqueen.engine._learner_forward import GROUP_OVERHEAD as _GROUP_OVERHEAD
+from redqueen.engine._learner_forward import length_groups, select_cache
 from redqueen.engine._learner_probes import kl_from_base, weight_change
+from redqueen.engine._learner_stats import LearnerState, LearnerStats, MinibatchUpdate
 from redqueen.engine._rollout import Rollout
+from redqueen.engine._trainable_host import TrainableHost
+from redqueen.engine.backends._common import forward_keywords
+from redqueen.settings import LearnerSettings
 
-if TYPE_CHECKING:
-    from redqueen.engine._host import AdapterHost
-
-__all__ = ["Learner", "LearnerConfig", "LearnerStats"]
-
-
-@dataclass(frozen=True)
-class LearnerConfig:
-    """Hyper-parameters of the policy-gradient update.
-
-    Args:
-        lr: AdamW learning rate; ``0`` runs the same computation without moving the weights
-            (the control of an experiment on what learning adds).
-        clip: PPO ratio clip epsilon (the ratio is kept in ``[1 - clip, 1 + clip]``).
-        max_grad_norm: Global gradient-norm clip over the adapter's factors.
-        weight_decay: AdamW weight decay.
-        betas: AdamW betas.
-        eps: AdamW epsilon.
-        kl_coef: REINFORCE++ per-token KL penalty against the base model (no adapter),
-            folded into the returns; ``0`` (the default) skips the reference forward entirely.
-        micro_batch_size: Rollouts per forward/backward pass; gradients accumulate across
-            micro-batches, so the update does not depend on it.
-        epochs: PPO epochs: passes over the step's rollouts, each ratio taken against the
-            log-probabilities the rollouts were sampled with.
-        minibatches: Optimizer steps per epoch; the rollouts are split into this many
-            minibatches (a fixed shuffle per epoch), so one step makes ``epochs * minibatches``
-            updates.
-
-    Raises:
-        ValueError: If a field is out of range (the field is named).
-    """
-
-    lr: float = 1e-4
-    clip: float = 0.2
-    max_grad_norm: float = 1.0
-    weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
-    kl_coef: float = 0.0
-    micro_batch_size: int = 16
-    epochs: int = 1
-    minibatches: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("clip", "max_grad_norm", "eps"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"LearnerConfig.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("lr", "weight_decay", "kl_coef"):
-            if not getattr(self, name) >= 0:
-                raise ValueError(f"LearnerConfig.{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("micro_batch_size", "epochs", "minibatches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"LearnerConfig.{name} must be >= 1, got {getattr(self, name)}")
-        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+__all__ = ["Learner", "LearnerConfig", "LearnerState", "LearnerStats", "length_groups"]
 
 
-@dataclass(frozen=True)
-class LearnerStats:
-    """What one :meth:`Learner.step` did.
-
-    Args:
-        loss: Clipped surrogate loss (token mean) of the last update; ``nan`` or ``inf`` when
-            the step was skipped for that reason.
-        skipped: ``True`` if the update was not applied (non-finite loss or gradient).
-        grad_norm: Gradient norm before clipping (of the last update).
-        n_tokens: Completion tokens in the batch (the loss is their mean).
-        clip_fraction: Share of tokens whose ratio was clipped, over the tokens of rollouts that
-            were run (nonzero advantage, or all with a KL term), over every epoch.
-        approx_kl: Mean of ``old - new`` log-probability over the same tokens (policy drift).
-        kl_from_base: Mean per-token KL divergence of the adapter's policy (the one that sampled
-            the rollouts, before this update) from the base model's, on its rollouts (see
-            :func:`~redqueen.engine._learner_probes.kl_from_base`).
-        weight_change: ``||dW|| / ||W||`` of the adapter's whole update against the base weights
-            it adapts, after the update.
-        tokens_trained: Completion tokens run through a forward and backward pass, summed over
-            epochs (the learner's compute, for budget-matched comparisons).
-        updates: Optimizer steps applied.
-    """
-
-    loss: float
-    skipped: bool
-    grad_norm: float
-    n_tokens: int
-    clip_fraction: float = 0.0
-    approx_kl: float = 0.0
-    kl_from_base: float = 0.0
-    weight_change: float = 0.0
-    tokens_trained: int = 0
-    updates: int = 0
-
-    def result(self) -> LearnerStats:
-        """These statistics (a local step is done when it returns; see ``StepStats``)."""
-        return self
+#: The learner's settings: the configuration's ``learner`` section is this very class.
+LearnerConfig = LearnerSettings
 
 
 class Learner:
@@ -124,21 +39,17 @@ class Learner:
     it runs in float32.
 
     Args:
-        host: The :class:`~redqueen.engine.AdapterHost` whose adapters are trained in place.
+        host: The host whose adapters are trained in place (an
+            :class:`~redqueen.engine.AdapterHost`, or any :class:`TrainableHost`).
         config: Hyper-parameters (default :class:`LearnerConfig()`).
     """
 
-    def __init__(self, host: AdapterHost, config: LearnerConfig | None = None) -> None:
+    def __init__(self, host: TrainableHost, config: LearnerConfig | None = None) -> None:
         self.host = host
         self.config = config or LearnerConfig()
         self._optimizers: dict[str, tuple[list[Tensor], torch.optim.AdamW]] = {}
         self.skipped_updates = 0  # steps skipped for a non-finite loss or gradient, since creation
-        forward_args = inspect.signature(host.model.forward).parameters
-        self._keep_kw = next(
-            (k for k in ("logits_to_keep", "num_logits_to_keep") if k in forward_args), None
-        )
-        # Newer transformers name the key-value cache ``cache``; older ones ``past_key_values``.
-        self._cache_kw = "cache" if "cache" in forward_args else "past_key_values"
+        self._keep_kw, self._cache_kw = forward_keywords(host.model)
         # Rollouts of one prompt (a solver's samples) run their prompt once, on Llama-style
         # models whose cache can be re-indexed by batch row.
         self.share_prompts = self._keep_kw is not None
@@ -185,7 +96,7 @@ class Learner:
             if not finite:
                 break
         if updates:
-            self.host.backend.adapters_changed([adapter_id])
+            self.host.adapters_changed([adapter_id])
         if not finite:
             self.skipped_updates += 1
         return LearnerStats(
@@ -195,7 +106,9 @@ class Learner:
             n_tokens=sum(len(r.token_ids) for r in rollouts),
             clip_fraction=clipped / trained if finite and trained else 0.0,
             approx_kl=drift / trained if finite and trained else 0.0,
-            kl_from_base=kl_from_base(self, rollouts),
+            kl_from_base=kl_from_base(
+                self.host, self.logprobs, rollouts, batch_size=cfg.micro_batch_size
+            ),
             weight_change=weight_change(self.host, adapter_id),
             tokens_trained=trained,
             updates=updates,
@@ -207,7 +120,7 @@ class Learner:
         params: list[Tensor],
         optimizer: torch.optim.Optimizer,
         rollouts: Sequence[Rollout],
-    ) -> _Update:
+    ) -> MinibatchUpdate:
         """One optimizer step on one minibatch: forward, clipped surrogate, backward, step."""
         cfg, host = self.config, self.host
         n_tokens = sum(len(r.token_ids) for r in rollouts)
@@ -256,7 +169,7 @@ class Learner:
             optimizer.step()
         for p in params:
             p.grad = None
-        return _Update(loss_sum, grad_norm, finite, clipped, drift, n_active)
+        return MinibatchUpdate(loss_sum, grad_norm, finite, clipped, drift, n_active)
 
     def logprobs(self, batch: RolloutBatch) -> Tensor:
         """Log-probabilities of the completion tokens, (batch, completion width), float32,
@@ -327,26 +240,30 @@ class Learner:
         # Position t predicts token t + 1: the completion starts at column split.
         return rows, logits[:, -keep:-1, :]
 
-    def _shared_prompt_head(self, batch: RolloutBatch, split: int, inverse: Tensor) -> Any:
-        """The distinct prompts run once (see :meth:`logprobs`): logits and key-value cache."""
+    def _shared_prompt_head(
+        self, batch: RolloutBatch, split: int, inverse: Tensor
+    ) -> tuple[Tensor, object]:
+        """The distinct prompts run once (see :meth:`logprobs`): their last position's logits
+        ``(prompts, 1, vocab)`` and their key-value cache."""
         rows = torch.arange(len(inverse), device=inverse.device)
         first = torch.full((int(inverse.max()) + 1,), len(inverse), device=inverse.device)
         first.scatter_reduce_(0, inverse, rows, "amin")  # a row of each distinct prompt
         keep = {str(self._keep_kw): 1}  # share_prompts is only set where the model has it
-        return self.host.model(
+        head = self.host.model(
             input_ids=batch.input_ids[first, :split],
             attention_mask=batch.attention_mask[first, :split],
             position_ids=batch.position_ids[first, :split],
             use_cache=True,
             **keep,
         )
+        return head.logits, getattr(head, "cache", None) or head.past_key_values
 
     def _shared_prompt_tail(
         self,
         batch: RolloutBatch,
         split: int,
         inverse: Tensor,
-        head: Any,
+        head: tuple[Tensor, object],
         completion: list[int],
         rows: list[int],
     ) -> tuple[list[int], Tensor]:
@@ -355,10 +272,10 @@ class Learner:
         index = torch.tensor(rows, device=inverse.device)
         # The prompt's last position predicts the first completion token; completion position
         # t predicts token t + 1 (the last token predicts nothing).
-        first = head.logits[inverse[index]]  # (rows, 1, vocab)
+        first = head[0][inverse[index]]  # (rows, 1, vocab)
         if w <= 1:
             return rows, first
-        cache = _select_cache(getattr(head, "cache", None) or head.past_key_values, inverse[index])
+        cache = select_cache(head[1], inverse[index])
         tail = self.host.model(
             input_ids=batch.input_ids[index, split : split + w - 1],
             attention_mask=batch.attention_mask[index, : split + w - 1],
@@ -398,19 +315,19 @@ class Learner:
         """Drop an adapter's optimizer state (a replaced adapter starts afresh anyway)."""
         self._optimizers.pop(adapter_id, None)
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> LearnerState:
         """Per-adapter AdamW states of the adapters the host still holds unchanged, and the config."""
         held = set(self.host.adapter_ids)
-        states = {}
+        states: dict[str, dict[str, object]] = {}
         for adapter_id, (params, optimizer) in self._optimizers.items():
             if adapter_id in held and all(
                 a is b
                 for a, b in zip(params, self.host.adapter_parameters(adapter_id), strict=False)
             ):
                 states[adapter_id] = optimizer.state_dict()
-        return {"config": asdict(self.config), "optimizers": states}
+        return {"config": self.config.model_dump(), "optimizers": states}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: LearnerState) -> None:
         """Restore per-adapter optimizer states; the host must already hold those adapters.
 
         Raises:
@@ -423,66 +340,3 @@ class Learner:
         for adapter_id, optimizer_state in state["optimizers"].items():
             _, optimizer = self._optimizer(adapter_id)
             optimizer.load_state_dict(optimizer_state)
-
-
-@dataclass(frozen=True)
-class _Update:
-    """What one optimizer step on one minibatch did (sums, for the step's means)."""
-
-    loss: float
-    grad_norm: float
-    finite: bool
-    clipped: float
-    drift: float
-    tokens: int
-
-
-#: What running one more group of rows costs, in padded token positions, per device type. On
-#: the CPU a forward and backward of one more group is taken to cost about as much as 32 more
-#: tokens of ``tiny`` (an estimate; ``benchmarks/learner_groups.py`` measures the result). On a
-#: GPU padding is nearly free and every group is more launches, so rows run together.
-_GROUP_OVERHEAD: dict[str, float] = {"cpu": 32.0}
-
-
-def length_groups(
-    prompt: Sequence[int], completion: Sequence[int], overhead: float | None
-) -> list[list[int]]:
-    """Rows split into groups that run together, so little of a group is padding.
-
-    A group runs padded to its longest prompt plus its longest completion, and each group
-    costs ``overhead`` padded positions more. Rows are sorted by length and the contiguous
-    grouping of least total cost is found exactly (dynamic programming over the sorted rows).
-    ``overhead=None`` keeps every row in one group. Rows with no completion tokens are left
-    out (nothing of theirs is scored).
-    """
-    rows = [r for r in range(len(completion)) if completion[r] > 0]
-    if overhead is None or len(rows) <= 1:
-        return [rows] if rows else []
-    rows.sort(key=lambda r: (prompt[r] + completion[r], completion[r]))
-    n = len(rows)
-    best = [0.0] + [math.inf] * n  # best[j]: least cost of grouping rows[:j]
-    cut = [0] * (n + 1)
-    for j in range(1, n + 1):
-        longest_prompt = longest_completion = 0
-        for i in range(j - 1, -1, -1):  # the last group is rows[i:j]
-            longest_prompt = max(longest_prompt, prompt[rows[i]])
-            longest_completion = max(longest_completion, completion[rows[i]])
-            cost = best[i] + overhead + (j - i) * (longest_prompt + longest_completion)
-            if cost < best[j]:
-                best[j], cut[j] = cost, i
-    groups, j = [], n
-    while j > 0:
-        groups.append(rows[cut[j] : j])
-        j = cut[j]
-    return groups[::-1]
-
-
-def _select_cache(cache: Any, index: Tensor) -> Any:
-    """A new key-value cache holding rows ``index`` of ``cache`` (gradients flow back)."""
-    layers = getattr(cache, "layers", None)
-    if layers is not None:
-        return type(cache)([(layer.keys[index], layer.values[index]) for layer in layers])
-    # Older transformers: per-layer lists of keys and values.
-    return type(cache).from_legacy_cache(
-        tuple((k[index], v[index]) for k, v in zip(cache.key_cache, cache.value_cache, strict=True))
-    )

@@ -8,18 +8,15 @@ at all: a learning-rate-0 control gives exactly 0 for both (with ``peft`` founde
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import torch
+from torch import Tensor
 
 from redqueen.engine._batch import RolloutBatch
 from redqueen.engine._lora_layer import MultiLoRALinear
 from redqueen.engine._rollout import Rollout
-
-if TYPE_CHECKING:
-    from redqueen.engine._host import AdapterHost
-    from redqueen.engine._learner import Learner
+from redqueen.engine._trainable_host import TrainableHost
 
 __all__ = ["exact_kl_from_base", "kl_from_base", "weight_change"]
 
@@ -28,7 +25,13 @@ _BASE_NORMS: weakref.WeakKeyDictionary[MultiLoRALinear, float] = weakref.WeakKey
 
 
 @torch.no_grad()
-def kl_from_base(learner: Learner, rollouts: Sequence[Rollout]) -> float:
+def kl_from_base(
+    host: TrainableHost,
+    logprobs: Callable[[RolloutBatch], Tensor],
+    rollouts: Sequence[Rollout],
+    *,
+    batch_size: int,
+) -> float:
     """Mean per-token KL(policy || base model) of the policy that sampled ``rollouts``.
 
     The rollouts' own tokens are a sample from the policy, and their log-probabilities
@@ -39,19 +42,21 @@ def kl_from_base(learner: Learner, rollouts: Sequence[Rollout]) -> float:
     steps ``0 .. t - 1``.
 
     Args:
-        learner: The learner whose host holds the base model (its forward pass is reused).
+        host: The host holding the base model.
+        logprobs: The learner's log-probabilities of a batch's completion tokens under the
+            active routing (:meth:`~redqueen.engine.Learner.logprobs`; its forward is reused).
         rollouts: The adapter's rollouts of this step.
+        batch_size: Rollouts per forward pass.
 
     Returns:
         Nats per token (0 if the rollouts have no completion tokens).
     """
-    host = learner.host
     total, count = 0.0, 0
-    size = learner.config.micro_batch_size
-    for start in range(0, len(rollouts), size):
-        batch = RolloutBatch.build(rollouts[start : start + size], host.pad_token_id, host.device)
+    for start in range(0, len(rollouts), batch_size):
+        chunk = rollouts[start : start + batch_size]
+        batch = RolloutBatch.build(chunk, host.pad_token_id, host.device)
         with host.use_adapter(None):
-            log_ratio = learner.logprobs(batch) - batch.old_logprobs  # log(q / p), (batch, width)
+            log_ratio = logprobs(batch) - batch.old_logprobs  # log(q / p), (batch, width)
         k3 = torch.expm1(log_ratio) - log_ratio
         total += float(torch.where(batch.mask, k3, 0.0).sum())
         count += int(batch.mask.sum())
@@ -59,7 +64,7 @@ def kl_from_base(learner: Learner, rollouts: Sequence[Rollout]) -> float:
 
 
 @torch.no_grad()
-def weight_change(host: AdapterHost, adapter_id: str) -> float:
+def weight_change(host: TrainableHost, adapter_id: str) -> float:
     """``||dW|| / ||W||`` of one adapter over every module it adapts (Frobenius norms).
 
     ``dW = s B A`` is never formed: ``||B A||^2 = <B^T B, A A^T>``, an inner product of two
@@ -88,7 +93,7 @@ def weight_change(host: AdapterHost, adapter_id: str) -> float:
 
 @torch.no_grad()
 def exact_kl_from_base(
-    host: AdapterHost,
+    host: TrainableHost,
     adapter_id: str,
     sequences: Sequence[Sequence[int]],
     *,

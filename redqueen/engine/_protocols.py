@@ -10,14 +10,12 @@ engine, a different policy-gradient rule) is a class with these methods, no subc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from redqueen.engine._learner_stats import LearnerState, LearnerStats
 from redqueen.engine._rollout import Rollout
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.genomes import LoRAGenome
-
-if TYPE_CHECKING:
-    from redqueen.engine._learner import LearnerStats
 
 __all__ = ["HostProtocol", "LearnerProtocol", "StepStats"]
 
@@ -124,10 +122,10 @@ class LearnerProtocol(Protocol):
         """Drop an adapter's optimizer state."""
         ...
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> LearnerState:
         """The optimizer states and configuration, for a checkpoint."""
         ...
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: LearnerState) -> None:
         """Restore what :meth:`state_dict` returned; the host must hold those adapters."""
         ...

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from redqueen.engine._learner import LearnerConfig, LearnerStats
+from redqueen.engine._learner import LearnerConfig, LearnerState, LearnerStats
 from redqueen.engine._rollout import Rollout
 
 __all__ = ["PendingStats", "RayLearner", "WorkerHost"]
@@ -89,16 +89,16 @@ class RayLearner:
                 [self.host.actors[index].learner_forget.remote(adapter_id)], "forget", [index]
             )
 
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self) -> LearnerState:
         """Every worker's optimizer states merged into one ``Learner.state_dict``."""
         self.host.settle()
         parts = self.host.gather([w.learner_state.remote() for w in self.host.actors], "state")
-        optimizers: dict[str, Any] = {}
+        optimizers: dict[str, dict[str, object]] = {}
         for part in parts:
             optimizers.update(part["optimizers"])
         return {"config": parts[0]["config"], "optimizers": optimizers}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+    def load_state_dict(self, state: LearnerState) -> None:
         """Send each worker the optimizer states of its adapters.
 
         Raises:
@@ -107,7 +107,7 @@ class RayLearner:
         if "optimizers" not in state:
             raise KeyError("RayLearner.load_state_dict: state has no 'optimizers' entry")
         actors = self.host.actors
-        split: list[dict[str, Any]] = [{} for _ in actors]
+        split: list[dict[str, dict[str, object]]] = [{} for _ in actors]
         for adapter_id, optimizer_state in state["optimizers"].items():
             split[self.host.worker_of(adapter_id)][adapter_id] = optimizer_state
         config = state.get("config")

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from redqueen.engine._learner import LearnerConfig, LearnerStats
+from redqueen.engine._learner import LearnerConfig, LearnerState, LearnerStats
 from redqueen.engine._rollout import Rollout
 from redqueen.engine._sampling import Generation, SamplingParams
 from redqueen.engine.distributed._executor import SandboxMixin
@@ -121,11 +121,11 @@ class HostWorker(SandboxMixin):
         """Drop an adapter's optimizer state."""
         self.learner.forget(adapter_id)
 
-    def learner_state(self) -> dict[str, Any]:
+    def learner_state(self) -> LearnerState:
         """The learner's state dict (optimizer states of this worker's adapters)."""
         return self.learner.state_dict()
 
-    def learner_load(self, state: Mapping[str, Any]) -> None:
+    def learner_load(self, state: LearnerState) -> None:
         """Restore the optimizer states of this worker's adapters."""
         self.learner.load_state_dict(state)
 
