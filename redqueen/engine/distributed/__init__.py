@@ -16,7 +16,7 @@
 
 Ray is an optional dependency (``pip install 'redqueen[ray]'``); nothing here imports it until
 a cluster object is built. Results match the single-process run: every generation row samples
-from its own seeded stream (see :func:`redqueen.engine.backends._hf.row_seeds`).
+from its own seeded stream (see :func:`redqueen.engine.backends._common.row_seeds`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ environments use, so an environment runs unchanged on one process or on a cluste
 adapter lives on exactly one worker (the least loaded when it is first added, ties to the
 lowest index); generation rows and learner steps go to that worker; calls to different
 workers run at the same time. Every row draws from its own stream, keyed by the call seed,
-its adapter, prompt and repeat index (see :func:`redqueen.engine.backends._hf.row_seeds`), and
+its adapter, prompt and repeat index (see :func:`redqueen.engine.backends._common.row_seeds`), and
 a worker receives each adapter's rows in their original order, so the split over workers does
 not decide the draws.
 """
@@ -82,17 +82,7 @@ class RayAdapterHost:
         max_batch_size: int = 64,
         start_timeout: float = 600.0,
     ) -> None:
-        if workers < 1:
-            raise ValueError(f"RayAdapterHost: workers must be >= 1, got {workers}")
-        if placement not in ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"):
-            raise ValueError(f"RayAdapterHost: unknown placement strategy {placement!r}")
-        if gpus_per_worker is not None and (
-            gpus_per_worker < 0 or (gpus_per_worker > 1 and gpus_per_worker != int(gpus_per_worker))
-        ):
-            raise ValueError(
-                f"engine.gpus_per_worker must be a fraction in [0, 1] or a whole number, "
-                f"got {gpus_per_worker}"
-            )
+        _check_layout(workers, placement, gpus_per_worker)
         self._ray = connect(address)
         on_gpu = str(device).startswith("cuda")
         gpus = (1.0 if on_gpu else 0.0) if gpus_per_worker is None else float(gpus_per_worker)
@@ -118,17 +108,34 @@ class RayAdapterHost:
         self._owner: dict[str, int] = {}
         self._pending: list[tuple[int, Any]] = []
         self._tokenizer: Any = None
+        asked = f"{workers} workers ({cpus_per_worker} CPU, {gpus} GPU each)"
+        facts = self._wait_started(asked, start_timeout, model)
+        self.module_shapes: dict[str, tuple[int, int]] = dict(facts[0]["module_shapes"])
+        self.model_path: str = facts[0]["model_path"]
+        self.target_modules: tuple[str, ...] = tuple(facts[0]["target_modules"])
+        self.device: str = facts[0]["device"]
+        #: The GPUs Ray assigned to each worker (the same id twice: a shared GPU).
+        self.worker_gpu_ids: list[tuple[str, ...]] = [tuple(f["gpu_ids"]) for f in facts]
+
+    def _wait_started(
+        self, asked: str, timeout: float, model: str | Path | None
+    ) -> list[dict[str, Any]]:
+        """Wait for every worker to load the model; their :meth:`HostWorker.describe` facts.
+
+        Raises:
+            ClusterError: If they do not start within ``timeout`` or cannot load the model
+                (the workers are stopped first).
+        """
         try:
             refs = [w.describe.remote() for w in self._workers]
-            ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=start_timeout)
+            ready, _ = self._ray.wait(refs, num_returns=len(refs), timeout=timeout)
             if len(ready) < len(refs):
                 free = self._ray.available_resources()
                 raise ClusterError(
-                    f"engine.workers: {workers} workers ({cpus_per_worker} CPU, {gpus} GPU each) "
-                    f"did not start within {start_timeout:.0f} s; free: CPU={free.get('CPU', 0)}, "
-                    f"GPU={free.get('GPU', 0)}"
+                    f"engine.workers: {asked} did not start within {timeout:.0f} s; "
+                    f"free: CPU={free.get('CPU', 0)}, GPU={free.get('GPU', 0)}"
                 )
-            facts = self.gather(refs, "start")
+            return self.gather(refs, "start")
         except WorkerLostError as error:
             self.close()
             raise ClusterError(
@@ -137,12 +144,6 @@ class RayAdapterHost:
         except BaseException:
             self.close()
             raise
-        self.module_shapes: dict[str, tuple[int, int]] = dict(facts[0]["module_shapes"])
-        self.model_path: str = facts[0]["model_path"]
-        self.target_modules: tuple[str, ...] = tuple(facts[0]["target_modules"])
-        self.device: str = facts[0]["device"]
-        #: The GPUs Ray assigned to each worker (the same id twice: a shared GPU).
-        self.worker_gpu_ids: list[tuple[str, ...]] = [tuple(f["gpu_ids"]) for f in facts]
 
     # -- workers ----------------------------------------------------------------------------
 
@@ -372,4 +373,23 @@ class RayAdapterHost:
         return (
             f"RayAdapterHost(model={self.model_path!r}, workers={len(self._workers)}, "
             f"device={self.device!r}, adapters={self.adapter_ids})"
+        )
+
+
+def _check_layout(workers: int, placement: str, gpus_per_worker: float | None) -> None:
+    """Reject a worker count, placement strategy or GPU share Ray cannot honour.
+
+    Raises:
+        ValueError: Naming the setting.
+    """
+    if workers < 1:
+        raise ValueError(f"RayAdapterHost: workers must be >= 1, got {workers}")
+    if placement not in ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"):
+        raise ValueError(f"RayAdapterHost: unknown placement strategy {placement!r}")
+    if gpus_per_worker is not None and (
+        gpus_per_worker < 0 or (gpus_per_worker > 1 and gpus_per_worker != int(gpus_per_worker))
+    ):
+        raise ValueError(
+            f"engine.gpus_per_worker must be a fraction in [0, 1] or a whole number, "
+            f"got {gpus_per_worker}"
         )
