@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 __all__ = ["LiteralParseError", "literal_equal", "parse_args", "parse_literal", "values_equal"]
 
@@ -20,7 +23,7 @@ class LiteralParseError(ValueError):
     """Raised when text is not a Python literal (or a literal argument list)."""
 
 
-def parse_literal(text: str) -> Any:
+def parse_literal(text: str) -> object:
     """Parse one Python literal (numbers, strings, bytes, tuples, lists, dicts, sets, None, bools).
 
     Surrounding whitespace is ignored. ``set()`` (the repr of an empty set) is accepted.
@@ -44,7 +47,7 @@ def parse_literal(text: str) -> Any:
         raise LiteralParseError(f"not a Python literal: {_preview(stripped)}") from exc
 
 
-def parse_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def parse_args(text: str) -> tuple[tuple[object, ...], dict[str, object]]:
     """Parse an argument list as written inside ``f(...)``: literals, optionally ``name=literal``.
 
     ``"[3, 1], 'ab'"`` gives ``(([3, 1], 'ab'), {})``; ``"x=2"`` gives ``((), {"x": 2})``.
@@ -67,12 +70,12 @@ def parse_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     call = tree.body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise LiteralParseError(f"not an argument list: {_preview(text)}")
-    args = []
+    args: list[object] = []
     for node in call.args:
         if isinstance(node, ast.Starred):
             raise LiteralParseError("star-arguments are not allowed in an argument list")
         args.append(_literal_node(node, text))
-    kwargs = {}
+    kwargs: dict[str, object] = {}
     for keyword in call.keywords:
         if keyword.arg is None:
             raise LiteralParseError("**-arguments are not allowed in an argument list")
@@ -80,13 +83,13 @@ def parse_args(text: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return tuple(args), kwargs
 
 
-def format_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+def format_args(args: tuple[object, ...], kwargs: dict[str, object]) -> str:
     """The canonical source of an argument list (the inverse of :func:`parse_args`)."""
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
     return ", ".join(parts)
 
 
-def values_equal(a: Any, b: Any) -> bool:
+def values_equal(a: object, b: object) -> bool:
     """Equality of values and of their types, all the way down; never raises.
 
     Python's ``==`` makes ``True == 1 == 1.0 == (1+0j)`` and so ``{True, 2} == {1, 2}``; an
@@ -97,16 +100,17 @@ def values_equal(a: Any, b: Any) -> bool:
     """
     if type(a) is not type(b):
         return False
-    if isinstance(a, float):
+    # From here ``b`` is of ``a``'s type: each isinstance of ``b`` below only tells the checker.
+    if isinstance(a, float) and isinstance(b, float):
         return a == b or (math.isnan(a) and math.isnan(b))
-    if isinstance(a, complex):
+    if isinstance(a, complex) and isinstance(b, complex):
         return values_equal(a.real, b.real) and values_equal(a.imag, b.imag)
-    if isinstance(a, list | tuple):
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
+    if isinstance(a, dict) and isinstance(b, dict):
         keys = _stored_keys(a, b)
         return keys is not None and all(values_equal(a[k], b[keys[k]]) for k in a)
-    if isinstance(a, set | frozenset):
+    if isinstance(a, set | frozenset) and isinstance(b, set | frozenset):
         return _stored_keys(a, b) is not None
     try:
         return bool(a == b)
@@ -114,7 +118,7 @@ def values_equal(a: Any, b: Any) -> bool:
         return False
 
 
-def _stored_keys(a: Any, b: Any) -> dict[Any, Any] | None:
+def _stored_keys(a: Collection[object], b: Collection[object]) -> dict[object, object] | None:
     """For each key (or member) of ``a``, the one ``b`` holds, when all are of equal types.
 
     Keys that are ``==`` share a hash, so ``b``'s own key is found by lookup: ``{1: 0}`` holds
@@ -142,7 +146,7 @@ def literal_equal(a: str, b: str) -> bool:
         return False
 
 
-def _literal_node(node: ast.expr, text: str) -> Any:
+def _literal_node(node: ast.expr, text: str) -> object:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
