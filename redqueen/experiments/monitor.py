@@ -13,9 +13,16 @@ import logging
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from redqueen.settings import LoggingSettings
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 _log = logging.getLogger(__name__)
+#: The settings schema's defaults, written once there.
+_DEFAULTS = LoggingSettings()
 
 
 def tensorboard_available() -> bool:
@@ -36,7 +43,7 @@ def wandb_available() -> bool:
     return True
 
 
-def _scalars(metrics: Mapping[str, Any]) -> dict[str, float]:
+def _scalars(metrics: Mapping[str, object]) -> dict[str, float]:
     out = {}
     for key, value in metrics.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -70,12 +77,12 @@ class Monitor:
         self,
         *,
         log_dir: str | Path,
-        tensorboard: bool | None = None,
-        wandb: bool = False,
-        wandb_project: str = "redqueen",
-        wandb_entity: str | None = None,
+        tensorboard: bool | None = _DEFAULTS.tensorboard,
+        wandb: bool = _DEFAULTS.wandb,
+        wandb_project: str = _DEFAULTS.wandb_project,
+        wandb_entity: str | None = _DEFAULTS.wandb_entity,
         run_name: str | None = None,
-        config: Mapping[str, Any] | None = None,
+        config: Mapping[str, object] | None = None,
         start_step: int = 0,
     ) -> None:
         self.notes: list[str] = []
@@ -111,7 +118,7 @@ class Monitor:
         for note in self.notes:
             _log.warning(note)
 
-    def _write_hparams(self, writer: Any) -> None:
+    def _write_hparams(self, writer: SummaryWriter) -> None:
         from redqueen.experiments._conditions import flatten_config
         from redqueen.experiments._headline import headline_metric
 
@@ -127,7 +134,7 @@ class Monitor:
         """Names of the active backends."""
         return [name for name, sink in (("tensorboard", self._tb), ("wandb", self._wandb)) if sink]
 
-    def log(self, step: int, metrics: Mapping[str, Any]) -> None:
+    def log(self, step: int, metrics: Mapping[str, object]) -> None:
         """Record one step's numeric metrics (non-numeric and non-finite values are skipped)."""
         scalars = _scalars(metrics)
         self._last = scalars
