@@ -22,6 +22,9 @@ from redqueen.experiments.evaluation._suite import BenchmarkSuite, Problem, make
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryError
 
 if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from redqueen.engine import AdapterHost
     from redqueen.genomes import LoRAGenome
 
 _log = logging.getLogger(__name__)
@@ -30,7 +33,7 @@ _log = logging.getLogger(__name__)
 _DTYPES = ("float32", "bfloat16", "float16")
 
 
-def fit_prompt(tokenizer: Any, prompt: str, budget: int) -> tuple[str, bool]:
+def fit_prompt(tokenizer: PreTrainedTokenizerBase, prompt: str, budget: int) -> tuple[str, bool]:
     """``prompt`` cut from the left so that it encodes to at most ``budget`` tokens (special
     tokens included, as the host encodes it); also whether it was cut.
 
@@ -41,10 +44,11 @@ def fit_prompt(tokenizer: Any, prompt: str, budget: int) -> tuple[str, bool]:
         return prompt, False
     ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     keep = max(1, budget - (with_special - len(ids)))
-    return tokenizer.decode(ids[len(ids) - keep :], skip_special_tokens=True), True
+    text = tokenizer.decode(ids[len(ids) - keep :], skip_special_tokens=True)
+    return str(text), True  # one sequence of ids decodes to one string
 
 
-def context_length(host: Any) -> int | None:
+def context_length(host: AdapterHost) -> int | None:
     """The host model's context window in tokens, if it says."""
     model = getattr(host, "model", None)
     config = getattr(model, "config", None)
@@ -66,7 +70,7 @@ def evaluate_run(
     batch_size: int | None = None,
     workers: int | None = None,
     write: bool = True,
-    host: Any = None,
+    host: AdapterHost | None = None,
     cpu_threads: int | None = None,
 ) -> EvalReport:
     """Greedy pass@1 of every living member, the bare base model and each baseline.
@@ -130,7 +134,7 @@ def evaluate_contestants(
     device: str = "cpu",
     batch_size: int | None = None,
     workers: int | None = None,
-    host: Any = None,
+    host: AdapterHost | None = None,
     cpu_threads: int | None = None,
 ) -> EvalReport:
     """Greedy pass@1 of each contestant (its genome on ``model``, ``None``: the bare model).
@@ -228,7 +232,7 @@ def _read_genomes(contestants: Sequence[Contestant]) -> list[LoRAGenome | None]:
 
 
 def _load_adapters(
-    host: Any, contestants: Sequence[Contestant], genomes: Sequence[Any]
+    host: AdapterHost, contestants: Sequence[Contestant], genomes: Sequence[LoRAGenome | None]
 ) -> list[str | None]:
     ids: list[str | None] = []
     for index, (contestant, genome) in enumerate(zip(contestants, genomes, strict=True)):
@@ -251,7 +255,7 @@ def _load_adapters(
 
 
 def _prompts(
-    host: Any, suite: BenchmarkSuite, problems: Sequence[Problem]
+    host: AdapterHost, suite: BenchmarkSuite, problems: Sequence[Problem]
 ) -> tuple[list[str], int, int]:
     """Prompts fitted to the context window, the number cut, and the generation budget."""
     max_new_tokens = suite.max_new_tokens
@@ -270,7 +274,7 @@ def _prompts(
 
 
 def _generate(
-    host: Any,
+    host: AdapterHost,
     suite: BenchmarkSuite,
     prompts: Sequence[str],
     adapter_ids: Sequence[str | None],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from redqueen.experiments._safe_paths import check_tree
 from redqueen.experiments.evaluation._contestants import Contestant
@@ -12,6 +12,9 @@ from redqueen.experiments.evaluation._evaluate import _read_genomes, evaluate_co
 from redqueen.experiments.evaluation._report import EvalReport
 from redqueen.experiments.evaluation._suite import BenchmarkSuite, make_suite
 from redqueen.experiments.rundir import RunDirectoryError
+
+if TYPE_CHECKING:
+    from redqueen.engine import AdapterHost
 
 
 def adapter_contestants(adapters: Sequence[str | Path]) -> list[Contestant]:
@@ -47,7 +50,7 @@ def evaluate_model(
     device: str = "cpu",
     batch_size: int | None = None,
     workers: int | None = None,
-    host: Any = None,
+    host: AdapterHost | None = None,
 ) -> EvalReport:
     """Greedy pass@1 of ``model`` without an adapter and with each of ``adapters``.
 
