@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import Any, Literal, SupportsFloat, SupportsIndex, overload
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -141,7 +141,9 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
     )
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
+    if not isinstance(value, (str, bytes, bytearray, SupportsFloat, SupportsIndex)):
+        return None  # what ``float`` refuses with a TypeError
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -15,10 +15,17 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING
 
 from redqueen.experiments.rundir import LOG_FILES
 from redqueen.experiments.runlock import RunLock
+
+if TYPE_CHECKING:
+    from redqueen.environments import Environment
+
+#: What ``signal.signal`` returns and takes: a handler, ``SIG_DFL``/``SIG_IGN``, or ``None``.
+SignalHandler = Callable[[int, FrameType | None], object] | int | None
 
 _log = logging.getLogger(__name__)
 
@@ -48,7 +55,7 @@ def make_parents(folder: Path, created: list[Path]) -> None:
         created.append(path)
 
 
-def undo_start(env: Any, lock: RunLock | None, staging: Path | None, created: list[Path]) -> None:
+def undo_start(env: Environment | None, lock: RunLock | None, staging: Path | None, created: list[Path]) -> None:
     """Undo a failed start: close, unlock, then remove what this call created, and only that.
 
     Each step runs even if an earlier one fails. The staging folder loses the files a start
@@ -77,7 +84,7 @@ def _remove_staging(staging: Path) -> None:
     staging.rmdir()
 
 
-def sigterm_raises() -> dict[int, Any] | None:
+def sigterm_raises() -> dict[int, SignalHandler] | None:
     """Make SIGTERM raise ``SystemExit(143)`` while a run starts, so its clean-up runs.
 
     Its default action ends the process at once and would leave the staging folder behind.
@@ -85,13 +92,13 @@ def sigterm_raises() -> dict[int, Any] | None:
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    def handler(signum: int, frame: Any) -> None:
+    def handler(signum: int, frame: FrameType | None) -> None:
         raise SystemExit(128 + signum)
 
     return {signal.SIGTERM: signal.signal(signal.SIGTERM, handler)}
 
 
-def restore_signals(previous: dict[int, Any] | None) -> None:
+def restore_signals(previous: dict[int, SignalHandler] | None) -> None:
     """Put back the handlers :func:`sigterm_raises` replaced."""
     for signum, handler in (previous or {}).items():
         signal.signal(signum, handler)

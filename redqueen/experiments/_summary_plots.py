@@ -11,7 +11,7 @@ with its running mean, beside the students against the frozen base model, the be
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -20,6 +20,9 @@ from matplotlib.figure import Figure
 from redqueen.experiments._headline import headline_metric, metric_label
 from redqueen.experiments._plot_base import PLOTS, RunData, SkipPlot, _series
 from redqueen.experiments._safe_paths import read_in
+
+if TYPE_CHECKING:
+    from redqueen.experiments.ciao import CiaoResult
 
 #: Running-mean window of the summary's headline panel, in steps.
 SMOOTHING = 5
@@ -87,7 +90,7 @@ def plot_summary(data: RunData) -> Figure:
     return figure
 
 
-def _saved_ciao(data: RunData) -> Any:
+def _saved_ciao(data: RunData) -> CiaoResult | None:
     """``ciao.json`` as :class:`~redqueen.experiments.ciao.CiaoResult`, or ``None`` if absent."""
     from redqueen.experiments.ciao import CiaoResult
 

@@ -169,9 +169,9 @@ def save_checkpoint(
     checkpoints_dir: str | os.PathLike[str],
     *,
     step: int,
-    state: Mapping[str, Any],
+    state: Mapping[str, object],
     offsets: Mapping[str, int],
-    extra: Mapping[str, Any] | None = None,
+    extra: Mapping[str, object] | None = None,
     keep: int | None = None,
 ) -> Checkpoint:
     """Write a checkpoint atomically and prune old ones.

@@ -33,7 +33,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from redqueen.experiments._safe_paths import UnsafePathError, check_links, read_in, write_in
 
@@ -144,7 +144,7 @@ def run_trial(
     *,
     plots: bool = True,
     plugins: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Run (or continue) one trial's run directory to its last step; returns its last metrics.
 
     A directory with a ``config.yaml`` is resumed (a finished run returns at once), otherwise
@@ -176,7 +176,21 @@ def run_trial(
     return {"steps_done": result.steps_done, "complete": result.complete, **result.last_metrics}
 
 
-def _trainable(params: dict[str, Any]) -> None:
+class _TrialSpec(TypedDict):
+    """One trial as Ray Tune hands it to :func:`_trainable` (see ``_run_on_ray``)."""
+
+    source: str
+    overrides: list[str]
+    path: str
+    plots: bool
+    plugins: list[str]
+
+
+class _TrialParams(TypedDict):
+    trial: _TrialSpec
+
+
+def _trainable(params: _TrialParams) -> None:
     """The Ray Tune function trainable: one trial, its final metrics reported once."""
     from ray import tune
 

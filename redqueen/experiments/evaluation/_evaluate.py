@@ -316,7 +316,7 @@ def _check(
     contestants: Sequence[Contestant],
     texts: Sequence[Sequence[str]],
     workers: int | None,
-) -> tuple[list[MemberScore], list[str], dict[str, Any]]:
+) -> tuple[list[MemberScore], list[str], dict[str, object]]:
     """Scores per contestant, the problems the sandbox cannot run at all (if the suite can
     tell: see ``HumanEvalSuite.unrunnable``), and per-problem answers and breakdowns (if the
     suite can ``judge``: see ``ProblemFileSuite``)."""
@@ -355,7 +355,7 @@ def _check(
                 ),
             )
         )
-    details: dict[str, Any] = {}
+    details: dict[str, object] = {}
     if judged is not None:
         groups = getattr(suite, "groups", None)
         details = judged_details(scores, problems, judged, groups if callable(groups) else None)

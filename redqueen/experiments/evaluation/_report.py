@@ -7,10 +7,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redqueen.experiments._safe_paths import check_links, write_in
 from redqueen.experiments.stats import Interval, bootstrap_ci, t_ci
+
+if TYPE_CHECKING:
+    from redqueen.experiments.evaluation._suite import Problem
 
 #: Where a scored model came from.
 SOURCES = ("population", "base", "baseline")
@@ -275,10 +278,10 @@ class EvalReport:
 
 def judged_details(
     scores: Sequence[MemberScore],
-    problems: Sequence[Any],
+    problems: Sequence[Problem],
     judged: Sequence[tuple[str, str | None]],
-    groups: Callable[[Any], Mapping[str, str]] | None,
-) -> dict[str, Any]:
+    groups: Callable[[Problem], Mapping[str, str]] | None,
+) -> dict[str, object]:
     """The per-problem record of a judged suite, for a report's ``extra``.
 
     Args:
@@ -293,7 +296,7 @@ def judged_details(
         (when ``groups`` is given): per model, group and value, ``[passed, total]``.
     """
     n = len(problems)
-    answers: dict[str, list[dict[str, Any]]] = {}
+    answers: dict[str, list[dict[str, str | None]]] = {}
     statuses: dict[str, dict[str, int]] = {}
     breakdown: dict[str, dict[str, dict[str, list[int]]]] = {}
     for index, score in enumerate(scores):
@@ -315,7 +318,7 @@ def judged_details(
                 cell[0] += status == "correct"
                 cell[1] += 1
         breakdown[score.member] = table
-    details: dict[str, Any] = {"answers": answers, "statuses": statuses}
+    details: dict[str, object] = {"answers": answers, "statuses": statuses}
     if groups is not None:
         details["breakdown"] = breakdown
     return details
