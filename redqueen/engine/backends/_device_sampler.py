@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor
-from torch.nn import functional as F
 
 from redqueen.engine._sampling import SamplingParams
+from redqueen.engine.backends._common import invert_cdf, token_logprobs, top_p_filter
 
 __all__ = ["DeviceSampler"]
 
@@ -90,20 +90,13 @@ class DeviceSampler:
             unmodified policy (temperature 1, no top-p).
         """
         logits = logits.float()
-        logprobs = F.log_softmax(logits, dim=-1)
         best = logits.argmax(dim=-1)
         if self.all_greedy:
             tokens = best
         else:
             probs = torch.softmax(logits / self.temperature, dim=-1)
             if self.use_top_p:
-                sorted_probs, order = probs.sort(dim=-1, descending=True)
-                # Drop a token once the mass before it already reaches top_p (the first stays).
-                drop = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= self.top_p
-                sorted_probs = sorted_probs.masked_fill(drop, 0.0)
-                probs = torch.zeros_like(probs).scatter_(1, order, sorted_probs)
-            cdf = probs.cumsum(dim=-1)  # (batch, vocab)
-            u = self.uniforms.index_select(1, step)  # (batch, 1)
-            tokens = torch.searchsorted(cdf, u.to(cdf.dtype) * cdf[:, -1:], right=True)[:, 0]
-            tokens = torch.where(self.greedy[:, 0], best, tokens.clamp_(max=probs.shape[-1] - 1))
-        return tokens, logprobs.gather(1, tokens[:, None])[:, 0]
+                probs = top_p_filter(probs, self.top_p)
+            drawn = invert_cdf(probs, self.uniforms.index_select(1, step))  # (batch,)
+            tokens = torch.where(self.greedy[:, 0], best, drawn)
+        return tokens, token_logprobs(logits, tokens)
