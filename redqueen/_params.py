@@ -19,7 +19,7 @@ import inspect
 import types
 import typing
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -38,7 +38,7 @@ class ParameterError(ValueError):
         super().__init__(f"{key}: {self.problem}" if key else self.problem)
 
 
-def _signature_of(obj: Any) -> tuple[inspect.Signature, Callable[..., object] | None] | None:
+def _signature_of(obj: object) -> tuple[inspect.Signature, Callable[..., object] | None] | None:
     """The signature callers use, and the function whose annotations describe it."""
     if isinstance(obj, type):
         init = next((k.__dict__["__init__"] for k in obj.__mro__ if "__init__" in k.__dict__), None)
@@ -57,7 +57,7 @@ def _signature_of(obj: Any) -> tuple[inspect.Signature, Callable[..., object] | 
 
 
 def unknown_keywords(
-    obj: Any, names: Collection[str], *, positional: int = 0, context: Collection[str] = ()
+    obj: object, names: Collection[str], *, positional: int = 0, context: Collection[str] = ()
 ) -> tuple[list[str], list[str]]:
     """The ``names`` that ``obj`` cannot take as parameters, and those it can, both sorted.
 
@@ -81,7 +81,7 @@ def unknown_keywords(
     return sorted(set(names) - takes), known
 
 
-def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[BaseModel] | None:
+def signature_model(obj: object, name: str, context: Collection[str] = ()) -> type[BaseModel] | None:
     """A pydantic model of ``obj``'s keyword-only parameters (a class: its constructor's).
 
     Args:
@@ -125,7 +125,7 @@ def signature_model(obj: Any, name: str, context: Collection[str] = ()) -> type[
         return create_model(f"{name}_params", __config__=config, **fields)
 
 
-def check_scalar_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> None:
+def check_scalar_params(model: type[BaseModel] | None, params: Mapping[str, object]) -> None:
     """Check the plain values (numbers, strings, booleans) among ``params`` against the fields
     of ``model`` that they name: their declared types and ranges. Other values (arrays,
     archives) and names ``model`` lacks are left to the callee.
@@ -157,7 +157,7 @@ def _plain_model(model: type[BaseModel], keys: tuple[str, ...]) -> type[BaseMode
         return create_model(f"{model.__name__}_plain", __config__=config, **definitions)
 
 
-def check_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[str, Any]:
+def check_params(model: type[BaseModel] | None, params: Mapping[str, object]) -> dict[str, Any]:
     """Validate ``params`` against ``model``; returns the given keys with normalised values.
 
     Raises:
@@ -193,7 +193,7 @@ def check_params(model: type[BaseModel] | None, params: Mapping[str, Any]) -> di
 _BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
 
 
-def _bounds(metadata: Any) -> list[str]:
+def _bounds(metadata: Iterable[object]) -> list[str]:
     parts = []
     for item in metadata:
         nested = getattr(item, "metadata", None)  # a FieldInfo inside Annotated[...]
@@ -209,7 +209,7 @@ def _bounds(metadata: Any) -> list[str]:
     return parts
 
 
-def _type_text(annotation: Any) -> tuple[str, list[str]]:
+def _type_text(annotation: object) -> tuple[str, list[str]]:
     """A plain name for an annotation (``float``, ``int | None``, ``tuple[float, float]``) and
     the bounds found in it."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)

@@ -213,7 +213,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self[name]
         return self._needs.get(name, self._default_needs)
 
-    def validate(self, name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    def validate(self, name: str, params: Mapping[str, object]) -> dict[str, Any]:
         """Check ``params`` for the entry ``name``; returns them with normalised values.
 
         Raises:

@@ -99,7 +99,7 @@ class Individual:
     def __bool__(self) -> bool:
         return True
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Individual:
+    def __deepcopy__(self, memo: dict[int, object]) -> Individual:
         clone = type(self).__new__(type(self))
         for key, value in self.__dict__.items():
             clone.__dict__[key] = value if key == "genome" else _copy.deepcopy(value, memo)

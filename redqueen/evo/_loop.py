@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -14,7 +14,6 @@ from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo._replacement import ReplacementConfig, _genome_is_finite, newborn_rating
 from redqueen.evo._selection_archives import (
-    ArchiveMetrics,
     SelectionArchives,
     SelectionArchivesState,
 )
@@ -318,9 +317,10 @@ class EvolutionLoop:
             )
         return children
 
-    def archive_metrics(self) -> ArchiveMetrics:
+    def archive_metrics(self) -> dict[str, Any]:
         """``qd_score/<role>``, ``coverage/<role>`` and the cells ``archive/<role>`` of every
-        MAP-Elites archive (see :meth:`SelectionArchives.metrics`)."""
+        MAP-Elites archive (see :meth:`SelectionArchives.metrics`, typed :data:`ArchiveMetrics`;
+        ``Any`` here because environments merge it into metrics rows typed as numbers)."""
         return self.selection_archives.metrics()
 
     def _arity(self, op: str) -> int:

@@ -19,7 +19,6 @@ replaces the population after variation), call ``bridge.survive(final_population
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import deap.base
 import numpy as np
@@ -57,7 +56,7 @@ class DeapBridge(LineageKeeper):
         self._evaluate = evaluate
         self.rng = np.random.default_rng(seed)
 
-    def mate(self, name: str, **params: Any) -> Callable[[Individual, Individual], tuple[Individual, Individual]]:
+    def mate(self, name: str, **params: float) -> Callable[[Individual, Individual], tuple[Individual, Individual]]:
         """``mate(ind1, ind2) -> (child1, child2)``: our crossover ``name``, parents in both orders."""
 
         def mate(ind1: Individual, ind2: Individual) -> tuple[Individual, Individual]:
@@ -68,7 +67,7 @@ class DeapBridge(LineageKeeper):
         mate.__name__ = f"mate_{name}"
         return mate
 
-    def mutate(self, name: str, **params: Any) -> Callable[[Individual], tuple[Individual]]:
+    def mutate(self, name: str, **params: float) -> Callable[[Individual], tuple[Individual]]:
         """``mutate(ind) -> (child,)``: our mutation ``name``."""
 
         def mutate(ind: Individual) -> tuple[Individual]:
@@ -82,7 +81,7 @@ class DeapBridge(LineageKeeper):
         self.born(ind)
         return tuple(float(v) for v in self._evaluate(ind))
 
-    def select(self, name: str, **params: Any) -> Callable[[list[Individual], int], list[Individual]]:
+    def select(self, name: str, **params: object) -> Callable[[list[Individual], int], list[Individual]]:
         """``select(individuals, k) -> chosen``: our scheme ``name``; the chosen survive, the rest die."""
 
         def select_fn(individuals: list[Individual], k: int) -> list[Individual]:
@@ -99,9 +98,9 @@ class DeapBridge(LineageKeeper):
         mate: str = "svd_merge",
         mutate: str = "gaussian",
         select: str = "nsga2",
-        mate_params: dict[str, Any] | None = None,
-        mutate_params: dict[str, Any] | None = None,
-        select_params: dict[str, Any] | None = None,
+        mate_params: dict[str, float] | None = None,
+        mutate_params: dict[str, float] | None = None,
+        select_params: dict[str, object] | None = None,
     ) -> deap.base.Toolbox:
         """A toolbox with ``clone``, ``mate``, ``mutate``, ``select`` and ``evaluate`` registered."""
         toolbox = deap.base.Toolbox()

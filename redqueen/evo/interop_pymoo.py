@@ -12,12 +12,14 @@ Example (NSGA-II with pymoo's ask/tell)::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 import torch
+from pymoo.algorithms.base.genetic import GeneticAlgorithm
 from pymoo.core.crossover import Crossover
 from pymoo.core.duplicate import DefaultDuplicateElimination, ElementwiseDuplicateElimination
+from pymoo.core.individual import Individual as Solution
 from pymoo.core.mutation import Mutation
 from pymoo.core.problem import Problem
 from pymoo.core.sampling import Sampling
@@ -26,6 +28,9 @@ from redqueen.evo._individual import Individual
 from redqueen.evo._interop import LineageKeeper
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
+
+#: A pymoo genetic algorithm (NSGA2, GA, ...), handed back as it came.
+AlgorithmT = TypeVar("AlgorithmT", bound=GeneticAlgorithm)
 
 
 class PymooBridge(LineageKeeper):
@@ -63,11 +68,11 @@ class PymooBridge(LineageKeeper):
         """Initial solutions: the living members of the role."""
         return GenomeSampling(self)
 
-    def crossover(self, name: str, **params: Any) -> Crossover:
+    def crossover(self, name: str, **params: float) -> Crossover:
         """Our crossover ``name`` (two parents, one child)."""
         return GenomeCrossover(self, name, params)
 
-    def mutation(self, name: str, **params: Any) -> Mutation:
+    def mutation(self, name: str, **params: float) -> Mutation:
         """Our mutation ``name``."""
         return GenomeMutation(self, name, params)
 
@@ -75,7 +80,7 @@ class PymooBridge(LineageKeeper):
         """Duplicate elimination comparing genomes (same object, or low-rank distance <= ``atol``)."""
         return GenomeDuplicates(atol)
 
-    def adopt(self, algorithm: Any) -> Any:
+    def adopt(self, algorithm: AlgorithmT) -> AlgorithmT:
         """Make a pymoo genetic algorithm's duplicate elimination work on our individuals.
 
         pymoo's default (``eliminate_duplicates=True``, also NSGA2's default) measures distances
@@ -92,7 +97,7 @@ class PymooBridge(LineageKeeper):
                     part.eliminate_duplicates = ours
         return algorithm
 
-    def run(self, algorithm: Any, *, n_gen: int, seed: int = 0) -> Any:
+    def run(self, algorithm: AlgorithmT, *, n_gen: int, seed: int = 0) -> AlgorithmT:
         """Run ``algorithm`` for ``n_gen`` generations with ask/tell, recording lineage; returns it.
 
         The algorithm's duplicate elimination is adopted first (see :meth:`adopt`).
@@ -115,7 +120,7 @@ class GenomeProblem(Problem):
         super().__init__(n_var=1, n_obj=bridge.n_obj, vtype=object)
         self.bridge = bridge
 
-    def _evaluate(self, X: np.ndarray, out: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+    def _evaluate(self, X: np.ndarray, out: dict[str, object], *args: object, **kwargs: object) -> None:
         rows = []
         for (ind,) in X:
             self.bridge.born(ind)
@@ -132,7 +137,7 @@ class GenomeSampling(Sampling):
         super().__init__()
         self.bridge = bridge
 
-    def _do(self, problem: Problem, n_samples: int, *args: Any, **kwargs: Any) -> np.ndarray:
+    def _do(self, problem: Problem, n_samples: int, *args: object, **kwargs: object) -> np.ndarray:
         members = self.bridge.population.members(self.bridge.role)
         if len(members) < n_samples:
             raise ValueError(f"GenomeSampling: role {self.bridge.role!r} has {len(members)} members, pymoo asked for {n_samples}")
@@ -145,11 +150,11 @@ class GenomeSampling(Sampling):
 class GenomeCrossover(Crossover):
     """Our crossover as a pymoo crossover over object variables (2 parents -> 1 child)."""
 
-    def __init__(self, bridge: PymooBridge, name: str, params: dict[str, Any]) -> None:
+    def __init__(self, bridge: PymooBridge, name: str, params: dict[str, float]) -> None:
         super().__init__(n_parents=2, n_offsprings=1, prob=1.0, vtype=object)
         self.bridge, self.name, self.params = bridge, name, params
 
-    def _do(self, problem: Problem, X: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+    def _do(self, problem: Problem, X: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
         _, n_matings, _ = X.shape  # (parents, matings, 1)
         Y = np.empty((1, n_matings, 1), dtype=object)
         for k in range(n_matings):
@@ -160,11 +165,11 @@ class GenomeCrossover(Crossover):
 class GenomeMutation(Mutation):
     """Our mutation as a pymoo mutation over object variables."""
 
-    def __init__(self, bridge: PymooBridge, name: str, params: dict[str, Any]) -> None:
+    def __init__(self, bridge: PymooBridge, name: str, params: dict[str, float]) -> None:
         super().__init__(prob=1.0, vtype=object)
         self.bridge, self.name, self.params = bridge, name, params
 
-    def _do(self, problem: Problem, X: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+    def _do(self, problem: Problem, X: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
         Y = np.empty_like(X)
         for i, (ind,) in enumerate(X):
             Y[i, 0] = self.bridge.vary(self.name, [ind], self.params)
@@ -178,7 +183,7 @@ class GenomeDuplicates(ElementwiseDuplicateElimination):
         super().__init__()
         self.atol = float(atol)
 
-    def is_equal(self, a: Any, b: Any) -> bool:
+    def is_equal(self, a: Solution, b: Solution) -> bool:
         from redqueen.genomes import distance
 
         ga, gb = a.X[0].genome, b.X[0].genome

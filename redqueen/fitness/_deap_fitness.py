@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import deap.base
 
@@ -34,14 +33,14 @@ class Fitness(deap.base.Fitness):
         self.weights = weights
         super().__init__(tuple(values))
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Fitness:
+    def __deepcopy__(self, memo: dict[int, object]) -> Fitness:
         clone = Fitness(self.weights)
         clone.wvalues = self.wvalues
         return clone
 
     __copy__ = __deepcopy__
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[Fitness], tuple[tuple[float, ...], tuple[float, ...]]]:
         return (Fitness, (self.weights, self.values if self.valid else ()))
 
     def __repr__(self) -> str:

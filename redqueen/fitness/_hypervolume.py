@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
-from redqueen.fitness._objectives import Objectives
+from redqueen.fitness._objectives import Member, Objectives
 
 
 def hypervolumes(
-    members: Mapping[str, Sequence[Any]],
+    members: Mapping[str, Sequence[Member]],
     objectives: Mapping[str, Objectives],
     references: dict[str, list[float]],
 ) -> dict[str, float]:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from redqueen.genomes import LoRAGenome
 
 
 def behaviour_descriptor(
@@ -131,7 +134,7 @@ def behavioural_diversity(descriptors: np.ndarray) -> float:
     return float(dist[np.triu_indices(n, 1)].mean())
 
 
-def genotypic_diversity(genomes: Sequence[Any]) -> float:
+def genotypic_diversity(genomes: Sequence[LoRAGenome]) -> float:
     """Mean pairwise distance between genomes' low-rank updates (0 for fewer than two).
 
     Uses :func:`redqueen.genomes.pairwise_distances`, which compares the true updates

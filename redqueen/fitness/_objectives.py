@@ -2,20 +2,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from redqueen._registry import Needs, Registry
 from redqueen.fitness._deap_fitness import Fitness
 from redqueen.fitness._ratings import conservative_rating
 
-#: Objective functions ``f(individual) -> float`` by name; any other name reads ``ind.objectives``.
-OBJECTIVES: Registry[Callable[[Any], float]] = Registry("objective")
+
+class Member(Protocol):
+    """What the objectives read of a member (an :class:`redqueen.evo.Individual`): its id, its
+    ``(mu, sigma)`` rating and the named values an environment wrote."""
+
+    @property
+    def id(self) -> str:
+        """The member's id."""
+        ...
+
+    @property
+    def rating(self) -> tuple[float, float] | None:
+        """Its ``(mu, sigma)``, or ``None`` until rated."""
+        ...
+
+    @property
+    def objectives(self) -> Mapping[str, float]:
+        """Named objective values (solve rate, novelty, ...)."""
+        ...
+
+
+class FitMember(Member, Protocol):
+    """A member whose DEAP fitness :meth:`Objectives.assign` sets."""
+
+    fitness: Fitness
+
+
+#: Objective functions ``f(member) -> float`` by name; any other name reads ``member.objectives``.
+OBJECTIVES: Registry[Callable[..., float]] = Registry("objective")
 
 
 @OBJECTIVES.register("rating", needs=Needs(member_fields=("rating",)))
-def rating(ind: Any) -> float:
+def rating(ind: Member) -> float:
     """Conservative skill mu - 3 sigma (PopuLoRA's ranking); ``rating_lcb`` is the same objective."""
     return conservative_rating(*_rating(ind))
 
@@ -25,12 +52,12 @@ OBJECTIVES.register("rating_lcb", needs=Needs(member_fields=("rating",)))(rating
 
 
 @OBJECTIVES.register("rating_mu", needs=Needs(member_fields=("rating",)))
-def rating_mu(ind: Any) -> float:
+def rating_mu(ind: Member) -> float:
     """Mean skill mu."""
     return _rating(ind)[0]
 
 
-def _rating(ind: Any) -> tuple[float, float]:
+def _rating(ind: Member) -> tuple[float, float]:
     if ind.rating is None:
         raise ValueError(f"objective needs a rating but member {ind.id!r} has none")
     return float(ind.rating[0]), float(ind.rating[1])
@@ -63,7 +90,7 @@ class Objectives:
             raise ValueError(f"Objectives.weights has {len(weights)} entries for {len(self.names)} names")
         object.__setattr__(self, "weights", weights)
 
-    def value(self, ind: Any, name: str) -> float:
+    def value(self, ind: Member, name: str) -> float:
         """One objective of one member.
 
         Raises:
@@ -76,17 +103,17 @@ class Objectives:
         except KeyError:
             raise KeyError(f"member {ind.id!r} has no objective {name!r} (has: {sorted(ind.objectives)})") from None
 
-    def vector(self, ind: Any) -> tuple[float, ...]:
+    def vector(self, ind: Member) -> tuple[float, ...]:
         """The objective vector of one member, in :attr:`names` order."""
         return tuple(self.value(ind, n) for n in self.names)
 
-    def assign(self, individuals: Iterable[Any]) -> None:
+    def assign(self, individuals: Iterable[FitMember]) -> None:
         """Set each member's ``fitness`` (weights and values) from this objective vector."""
         assert self.weights is not None  # __post_init__ fills the default weights
         for ind in individuals:
             ind.fitness = Fitness(self.weights, self.vector(ind))
 
 
-def objective_matrix(individuals: Sequence[Any], objectives: Objectives) -> list[tuple[float, ...]]:
+def objective_matrix(individuals: Sequence[Member], objectives: Objectives) -> list[tuple[float, ...]]:
     """Objective vectors of many members (rows), e.g. for hypervolume or plots."""
     return [objectives.vector(ind) for ind in individuals]
