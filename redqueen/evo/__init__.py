@@ -7,7 +7,8 @@
 - :mod:`redqueen.evo.operators`: variation operators on LoRA genomes.
 - :class:`EvolutionLoop`: the one owner of births and deaths (founding, replacement with a
   fair first rating for newborns, snapshots), ask/tell; :class:`ReplacementConfig`, its schema;
-  :class:`MemberListener`, how an environment follows births and deaths.
+  :class:`MemberListener`, how an environment follows births and deaths;
+  :class:`SelectionArchives`, the archives a selection scheme keeps per role (novelty, MAP-Elites).
 - :class:`League`: the one owner of an environment's members (population, lineage, ratings,
   PFSP pairing, the match rule, replacement, hall of fame); :class:`StepOutcome`.
 - :class:`HallOfFame`, :class:`FrozenMember`: frozen snapshots of past members.
@@ -26,6 +27,7 @@ from redqueen.evo._lineage import Lineage, LineageRecord
 from redqueen.evo._loop import EvolutionLoop, MemberListener
 from redqueen.evo._population import Population
 from redqueen.evo._replacement import NEWBORN_RULES, ReplacementConfig, newborn_rating
+from redqueen.evo._selection_archives import SelectionArchives
 
 __all__ = [
     "NEWBORN_RULES",
@@ -41,6 +43,7 @@ __all__ = [
     "MemberListener",
     "Population",
     "ReplacementConfig",
+    "SelectionArchives",
     "StepOutcome",
     "cull_study",
     "descriptor_matrix",
