@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redqueen.engine._learner import LearnerConfig
 from redqueen.engine._sampling import Generation, SamplingParams, rows_sampling
@@ -29,6 +29,9 @@ from redqueen.engine.distributed._executor import RayExecutorPool
 from redqueen.engine.distributed._learner import RayLearner
 from redqueen.engine.distributed._worker import HostWorker
 from redqueen.genomes import LoRAGenome
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 __all__ = ["RayAdapterHost"]
 
@@ -107,7 +110,7 @@ class RayAdapterHost:
         ]
         self._owner: dict[str, int] = {}
         self._pending: list[tuple[int, Any]] = []
-        self._tokenizer: Any = None
+        self._tokenizer: PreTrainedTokenizerBase | None = None
         asked = f"{workers} workers ({cpus_per_worker} CPU, {gpus} GPU each)"
         facts = self._wait_started(asked, start_timeout, model)
         self.module_shapes: dict[str, tuple[int, int]] = dict(facts[0]["module_shapes"])
@@ -281,7 +284,7 @@ class RayAdapterHost:
         return {a: LoRAGenome.from_state_dict(states[a]) for a in adapter_ids}
 
     @property
-    def tokenizer(self) -> Any:
+    def tokenizer(self) -> PreTrainedTokenizerBase:
         """The model's tokenizer, loaded in this process on first use."""
         if self._tokenizer is None:
             from transformers import AutoTokenizer
