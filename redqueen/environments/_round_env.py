@@ -157,7 +157,7 @@ class RoundEnv(LeagueView, Environment):
         replacement = replacement or self.default_replacement()
         self.check_settings(population, replacement)
         self.domain = domain if domain is not None else make_domain("code")
-        self.settings = (game or GameSettings()).for_domain(tuple(self.domain.task_types))
+        self.settings = (game or GameSettings()).for_domain(self.domain)
         self.sampling = sampling or SamplingSettings()
         self.teacher_reward = TeacherReward.from_settings(self.settings.teacher_reward)
         self.student_reward = StudentReward.from_settings(self.settings.student_reward)

@@ -13,7 +13,9 @@ members through the operator library, the adapter host following births and deat
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from typing_extensions import TypedDict, Unpack
 
 from redqueen.environments._domain import TaskDomain
 from redqueen.environments._game_stats import match_outcomes

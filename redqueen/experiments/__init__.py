@@ -42,8 +42,8 @@ _EXPORTS = {
     "RunError": "runner",
     "Runner": "runner",
     "RunResult": "runner",
-    "resume_run": "runner",
-    "start_run": "runner",
+    "resume_run": "launch",
+    "start_run": "launch",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import UnionType
 from typing import Literal
 
+import typing_extensions
 from pydantic import BaseModel, ValidationError
 
 from redqueen.experiments.config import ConfigError, ExperimentConfig
@@ -64,6 +65,9 @@ SECTIONS: dict[type[Settings], str] = {
     MatchmakingSettings: "matchmaking",
     ObjectiveSettings: "objectives",
 }
+
+#: ``Unpack`` as ``typing`` (3.11+) and ``typing_extensions`` spell it.
+_UNPACK = {typing_extensions.Unpack, getattr(typing, "Unpack", typing_extensions.Unpack)}
 
 Kind = Literal["section", "seed", "domain", "options"]
 
@@ -120,7 +124,7 @@ def _parameters(cls: type) -> Iterator[tuple[str, object, bool]]:
             continue
         annotation = _resolve(param.annotation, namespace)
         if param.kind is param.VAR_KEYWORD:
-            if typing.get_origin(annotation) is typing.Unpack:
+            if typing.get_origin(annotation) in _UNPACK:
                 (typed,) = typing.get_args(annotation)
                 for key, hint in typed.__annotations__.items():
                     yield key, _plain(_resolve(hint, namespace)), True

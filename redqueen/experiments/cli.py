@@ -253,7 +253,7 @@ def run_command(
     """Start an experiment and write its run directory."""
     from redqueen.experiments.build import plan_environment
     from redqueen.experiments.config import load_config
-    from redqueen.experiments.runner import start_run
+    from redqueen.experiments.launch import start_run
 
     with bad_input_exits(starting=True):
         load_plugins()  # before the config: it may name a plug-in's domain, operator, ...
@@ -292,7 +292,7 @@ def resume_command(
     config.yaml that reach other machines (a Ray cluster to join, a W&B project) are used only
     with --trust-remote.
     """
-    from redqueen.experiments.runner import resume_run
+    from redqueen.experiments.launch import resume_run
 
     with bad_input_exits(starting=True):
         load_plugins()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar, Self
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
+from typing_extensions import Self
 
 __all__ = ["Settings", "non_finite"]
 

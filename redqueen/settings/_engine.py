@@ -6,12 +6,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from redqueen.assets import DEFAULT_MODEL
 from redqueen.settings._base import Settings
 
 __all__ = ["ClusterSettings", "EngineSettings", "DEFAULT_MODEL"]
-
-#: The base model a run uses when none is named: the one shipped in the package.
-DEFAULT_MODEL = "tiny-coder"
 
 
 class EngineSettings(Settings):

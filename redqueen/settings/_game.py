@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import Field, model_validator
 
@@ -21,6 +21,13 @@ __all__ = [
 
 #: The teacher's reward when a task's solve rate is 0 or 1, per variant.
 EXTREME = {"populora": 0.0, "azr": -0.5}
+
+
+class HasTaskTypes(Protocol):
+    """A task domain, as far as the game's settings see it."""
+
+    @property
+    def task_types(self) -> Sequence[str]: ...
 
 
 class MatchSettings(Settings):
@@ -118,12 +125,13 @@ class GameSettings(MatchSettings):
         """Just these settings (a configuration section that extends them, without its extras)."""
         return GameSettings(**{name: getattr(self, name) for name in GameSettings.model_fields})
 
-    def for_domain(self, task_types: Sequence[str]) -> GameSettings:
+    def for_domain(self, domain: HasTaskTypes) -> GameSettings:
         """These settings alone, their ``task_types`` checked against a domain's (empty: all).
 
         Raises:
             ValueError: If a task type is not one of the domain's.
         """
+        task_types = tuple(domain.task_types)
         unknown = [t for t in self.task_types or () if t not in task_types]
         if unknown:
             raise ValueError(

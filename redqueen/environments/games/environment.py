@@ -198,52 +198,10 @@ class GamesEnv(LeagueView, Environment):
         pairs = self.league.pair()
         centres = {key: self.point_of(key) for key in {k for pair in pairs for k in pair}}
         samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
-        rows, rates = [], []
+        rows: list[dict[str, Any]] = []
+        rates: list[float] = []
         for tid, sid in pairs:
-            centre_t, centre_s = centres[tid], centres[sid]
-            tasks = centre_t + self.exploration * torch.randn(
-                self.n_tasks, self.game.dim, generator=self.torch_rng
-            )
-            answers = centre_s + self.exploration * torch.randn(
-                self.n_answers, self.n_tasks, self.game.dim, generator=self.torch_rng
-            )
-            valid = torch.isfinite(tasks).all(1) & (tasks.abs().amax(1) <= self.domain)
-            correct = self.game.success(answers, tasks, self.torch_rng)  # (answers, tasks)
-            paid = torch.where(correct, self.student_reward.correct, self.student_reward.wrong)
-            ok_all, rho_all = valid.tolist(), correct.float().mean(0).tolist()
-            student_paid = paid.mean(0).tolist()
-            match_rates: list[float] = []
-            teacher_paid: list[float] = []
-            for j, ok in enumerate(ok_all):
-                rho = rho_all[j] if ok else None
-                reward = self.teacher_reward(ok, rho)
-                if ok:
-                    reward = self.game.teacher_pay(reward, rho_all[j], student_paid[j])
-                    match_rates.append(rho_all[j])
-                teacher_paid.append(reward)
-                rows.append(
-                    {
-                        "step": step,
-                        "teacher": tid,
-                        "student": sid,
-                        "task_type": self.game_name,
-                        "valid": ok,
-                        "reason": None if ok else "out_of_domain",
-                        "complexity": self.game.difficulty(tasks[j : j + 1]) if ok else None,
-                        "solve_rate": rho,
-                        "teacher_reward": reward,
-                    }
-                )
-            _add(samples, tid, tasks, torch.tensor(teacher_paid))
-            _add(
-                samples,
-                sid,
-                answers[:, valid].reshape(-1, self.game.dim),
-                paid[:, valid].reshape(-1),
-            )
-            rates.extend(match_rates)
-            # Invalid (out-of-domain) tasks are forfeited by the teacher: the one match rule.
-            self.league.record(tid, sid, [rho_all[j] if ok else None for j, ok in enumerate(ok_all)])
+            rates.extend(self._match(step, tid, sid, centres, samples, rows))
         informative = self._learn(samples) if self.learn else 0.0
         points = {role: self.points(role) for role in ROLES}
         self._describe(samples, points)
@@ -259,6 +217,56 @@ class GamesEnv(LeagueView, Environment):
             births=outcome.births,
             deaths=outcome.deaths,
         )
+
+    def _match(
+        self,
+        step: int,
+        tid: str,
+        sid: str,
+        centres: Mapping[str, torch.Tensor],
+        samples: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]],
+        rows: list[dict[str, Any]],
+    ) -> list[float]:
+        """One teacher-student match: sample tasks and answers, pay both, record the outcome in
+        the league; adds each side's samples and the task rows, returns the valid tasks' rates."""
+        tasks = centres[tid] + self.exploration * torch.randn(
+            self.n_tasks, self.game.dim, generator=self.torch_rng
+        )
+        answers = centres[sid] + self.exploration * torch.randn(
+            self.n_answers, self.n_tasks, self.game.dim, generator=self.torch_rng
+        )
+        valid = torch.isfinite(tasks).all(1) & (tasks.abs().amax(1) <= self.domain)
+        correct = self.game.success(answers, tasks, self.torch_rng)  # (answers, tasks)
+        paid = torch.where(correct, self.student_reward.correct, self.student_reward.wrong)
+        ok_all, rho_all = valid.tolist(), correct.float().mean(0).tolist()
+        student_paid = paid.mean(0).tolist()
+        match_rates: list[float] = []
+        teacher_paid: list[float] = []
+        for j, ok in enumerate(ok_all):
+            rho = rho_all[j] if ok else None
+            reward = self.teacher_reward(ok, rho)
+            if ok:
+                reward = self.game.teacher_pay(reward, rho_all[j], student_paid[j])
+                match_rates.append(rho_all[j])
+            teacher_paid.append(reward)
+            rows.append(
+                {
+                    "step": step,
+                    "teacher": tid,
+                    "student": sid,
+                    "task_type": self.game_name,
+                    "valid": ok,
+                    "reason": None if ok else "out_of_domain",
+                    "complexity": self.game.difficulty(tasks[j : j + 1]) if ok else None,
+                    "solve_rate": rho,
+                    "teacher_reward": reward,
+                }
+            )
+        _add(samples, tid, tasks, torch.tensor(teacher_paid))
+        _add(samples, sid, answers[:, valid].reshape(-1, self.game.dim), paid[:, valid].reshape(-1))
+        # Invalid (out-of-domain) tasks are forfeited by the teacher: the one match rule.
+        self.league.record(tid, sid, [rho_all[j] if ok else None for j, ok in enumerate(ok_all)])
+        return match_rates
 
     def _learn(self, samples: Mapping[str, tuple[list[torch.Tensor], list[torch.Tensor]]]) -> float:
         """One REINFORCE step per living member that played; returns the informative share
