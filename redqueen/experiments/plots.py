@@ -24,10 +24,15 @@ from typing import Any, TypedDict
 
 import matplotlib
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from redqueen.experiments._pareto_plot import (
+    configured_matrix,
+    draw_front,
+    draw_hypervolume,
+    objective_rows,
+)
 from redqueen.experiments._plot_base import (
     PLOTS,
     ROLE_COLOURS,
@@ -106,35 +111,6 @@ def _last_rows_by_member(ratings: list[dict[str, Any]]) -> dict[str, dict[str, A
             last[str(row["id"])] = row
     return last
 
-
-#: Objectives computed from a member's rating rather than read from its ``objectives`` dict.
-_RATING_OBJECTIVES = {"rating": "lcb", "rating_lcb": "lcb", "rating_mu": "mu"}
-
-
-def _configured_matrix(rows: list[dict[str, Any]], names: list[str]) -> np.ndarray:
-    """Rows' values of the configured objectives ``names`` (rows missing one are left out)."""
-    values = []
-    for row in rows:
-        found = [
-            _number(row.get(_RATING_OBJECTIVES[n]) if n in _RATING_OBJECTIVES else (row.get("objectives") or {}).get(n))
-            for n in names
-        ]
-        if all(v is not None for v in found):
-            values.append(found)
-    return np.array(values, dtype=float).reshape(-1, len(names))
-
-
-def _hypervolume(points: np.ndarray, reference: np.ndarray) -> float:
-    """Hypervolume of maximised ``points`` dominated above ``reference`` (pymoo's HV)."""
-    from pymoo.indicators.hv import HV
-
-    return float(HV(ref_point=-reference)(-points))
-
-
-def _nondominated(points: np.ndarray) -> np.ndarray:
-    from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
-
-    return NonDominatedSorting().do(-points, only_non_dominated_front=True)
 
 @PLOTS.register("performance")
 def plot_performance(data: RunData) -> Figure:
@@ -218,63 +194,20 @@ def plot_pareto(data: RunData) -> Figure:
     """Per role: the last step's vectors of the configured objectives (``objectives.<role>`` in
     ``config.yaml``) with the Pareto front, and hypervolume over time; single-objective roles
     are left out."""
-    configured, by_role = _objective_rows(data)
-    roles = [r for r in sorted(by_role) if len(_configured_matrix(by_role[r], configured[r]))]
+    configured, by_role = objective_rows(data)
+    roles = [r for r in sorted(by_role) if len(configured_matrix(by_role[r], configured[r]))]
     if not roles:
         raise SkipPlot("config.yaml configures no role with two or more objectives (or ratings.jsonl lacks their values)")
     figure, axes = subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
     for (front_ax, hv_ax), role in zip(axes, roles, strict=True):
         rows = by_role[role]
         names = configured[role]
-        everything = _configured_matrix(rows, names)
+        everything = configured_matrix(rows, names)
         worst, spread = everything.min(axis=0), np.ptp(everything, axis=0)
         reference = worst - 0.1 * np.where(spread > 0, spread, 1.0)
-        _draw_front(front_ax, role, rows, names)
-        _draw_hypervolume(hv_ax, role, rows, names, reference)
+        draw_front(front_ax, role, rows, names)
+        draw_hypervolume(hv_ax, role, rows, names, reference)
     return figure
-
-
-def _objective_rows(
-    data: RunData,
-) -> tuple[dict[str, list[str]], dict[str, list[dict[str, Any]]]]:
-    """The objectives configured per role (two or more), and each such role's rating rows."""
-    configured = {role: [str(n) for n in names] for role, names in (data.config.get("objectives") or {}).items()
-                  if isinstance(names, list | tuple) and len(names) >= 2}
-    by_role: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in data.ratings:
-        if str(row.get("role")) in configured:
-            by_role[str(row["role"])].append(row)
-    return configured, by_role
-
-
-def _draw_front(ax: Axes, role: str, rows: list[dict[str, Any]], names: list[str]) -> None:
-    """The last step's objective vectors, the non-dominated ones in the role's colour."""
-    last_step = max(_number(r.get("step")) or 0.0 for r in rows)
-    points = _configured_matrix([r for r in rows if _number(r.get("step")) == last_step], names)
-    front = _nondominated(points)
-    ax.scatter(points[:, 0], points[:, 1], color="tab:gray", label="members")
-    ax.scatter(points[front, 0], points[front, 1], color=ROLE_COLOURS.get(role, "k"),
-               label=f"non-dominated in all {len(names)} objectives")
-    ax.set_xlabel(names[0])
-    ax.set_ylabel(names[1])
-    ax.set_title(f"{role}: Pareto front at step {last_step:g} (first two objectives)")
-    ax.legend(fontsize="small")
-
-
-def _draw_hypervolume(
-    ax: Axes, role: str, rows: list[dict[str, Any]], names: list[str], reference: np.ndarray
-) -> None:
-    """Hypervolume of each step's objective vectors against one reference point."""
-    steps = sorted({s for r in rows if (s := _number(r.get("step"))) is not None})
-    volumes = []
-    for step in steps:
-        at = _configured_matrix([r for r in rows if _number(r.get("step")) == step], names)
-        volumes.append(_hypervolume(at, reference) if len(at) else 0.0)
-    ax.plot(steps, volumes, marker=".")
-    ax.set_xlabel("step")
-    ax.set_ylabel("hypervolume")
-    ax.set_title(f"{role}: hypervolume of {len(names)} objectives", fontsize="small")
-    ax.grid(alpha=0.3)
 
 
 class _Member(TypedDict):
