@@ -53,10 +53,15 @@ def sync():
         torch.cuda.synchronize()
 
 from redqueen.engine import AdapterHost, SamplingParams  # noqa: E402
-from redqueen.environments._round import GameSettings  # noqa: E402
 from redqueen.environments.coevolution import CoevolutionEnv  # noqa: E402
-from redqueen.evo import ReplacementConfig  # noqa: E402
 from redqueen.genomes import LoRAGenome  # noqa: E402
+from redqueen.settings import (  # noqa: E402
+    EngineSettings,
+    ExecutorSettings,
+    GameSettings,
+    PopulationSettings,
+    ReplacementConfig,
+)
 
 report = {"model": "Qwen2.5-0.5B shape, random weights, bf16", "build_s": build_s}
 
@@ -88,12 +93,13 @@ if not DRY:
 if not DRY:
     torch.cuda.reset_peak_memory_stats()
 env = CoevolutionEnv(
-    model=str(model_dir), device=DEV, dtype="bfloat16", teachers=4, students=4, rank=32, alpha=64.0,
-    settings=GameSettings(tasks_per_teacher=8, answers_per_task=4, propose_max_new_tokens=16 if DRY else 256,
-                          solve_max_new_tokens=8 if DRY else 128),
+    engine=EngineSettings(name=str(model_dir), device=DEV, dtype="bfloat16"),
+    population=PopulationSettings(teachers=4, students=4, rank=32, alpha=64.0),
+    game=GameSettings(tasks_per_teacher=8, answers_per_task=4, propose_max_new_tokens=16 if DRY else 256,
+                      solve_max_new_tokens=8 if DRY else 128, executor=ExecutorSettings(workers=8)),
     replacement=ReplacementConfig(replace_every=2, cull_fraction=0.25, selection="tournament",
                                   operators={"svd_merge": 0.5, "gaussian": 0.5}, elitism=1),
-    executor={"workers": 8}, seed=0,
+    seed=0,
 )
 steps = []
 for _ in range(int(sys.argv[1]) if len(sys.argv) > 1 else 3):

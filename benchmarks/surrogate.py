@@ -31,13 +31,22 @@ from redqueen.environments.surrogate import SurrogateEnv
 from redqueen.evo import ReplacementConfig
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SETTINGS = dict(teachers=8, students=8, rank=4, alpha=8.0, replacement=ReplacementConfig(replace_every=1), seed=0)
+POPULATION = SurrogateEnv.default_population.updated(teachers=8, students=8, rank=4, alpha=8.0)
+REPLACEMENT = ReplacementConfig(replace_every=1)
+SEED = 0
+#: What the results record of the settings above.
+SETTINGS = {"teachers": POPULATION.teachers, "students": POPULATION.students, "rank": POPULATION.rank,
+            "alpha": POPULATION.alpha, "replace_every": REPLACEMENT.replace_every, "seed": SEED}
+
+
+def _env() -> SurrogateEnv:
+    return SurrogateEnv(population=POPULATION, replacement=REPLACEMENT, seed=SEED)
 
 
 def time_ours(generations: int) -> dict[str, float]:
     """Build the environment and run ``generations`` steps through the public API."""
     start = time.perf_counter()
-    env = SurrogateEnv(**SETTINGS)
+    env = _env()
     built = time.perf_counter() - start
     start = time.perf_counter()
     for _ in range(generations):
@@ -55,7 +64,7 @@ def time_ours(generations: int) -> dict[str, float]:
 
 def time_anchor(steps: int) -> dict[str, float]:
     """The same steps without the one-thread guard (torch's default intra-op threads)."""
-    env = SurrogateEnv(**SETTINGS)
+    env = _env()
     start = time.perf_counter()
     for _ in range(steps):
         env._step()  # step() minus the thread guard

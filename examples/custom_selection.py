@@ -46,7 +46,8 @@ def run(out: Path, generations: int = 8) -> Path:
     replacement = ReplacementConfig(replace_every=1, cull_fraction=0.34, selection="boltzmann",
                                     selection_params={"temperature": 2.0},
                                     operators={"svd_merge": 0.5, "lowrank_noise": 0.5})
-    env = SurrogateEnv(teachers=6, students=6, rank=2, alpha=4.0, replacement=replacement, seed=0)
+    population = SurrogateEnv.default_population.updated(teachers=6, students=6, rank=2, alpha=4.0)
+    env = SurrogateEnv(population=population, replacement=replacement, seed=0)
     history = [env.step().metrics for _ in range(generations)]
     env.lineage.update_fitness(env.population.living)
     env.lineage.to_csv(out / "lineage.csv")

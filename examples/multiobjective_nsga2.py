@@ -37,7 +37,8 @@ from redqueen.genomes import norm  # noqa: E402
 def run(out: Path, generations: int = 5, pop_size: int = 8) -> Path:
     """Evolve ``pop_size`` students for ``generations``; write the front, plot and lineage."""
     out.mkdir(parents=True, exist_ok=True)
-    env = SurrogateEnv(teachers=1, students=pop_size, rank=2, alpha=4.0, seed=0)
+    population = SurrogateEnv.default_population.updated(teachers=1, students=pop_size, rank=2, alpha=4.0)
+    env = SurrogateEnv(population=population, seed=0)
     population, lineage = Population(), Lineage()
     for member in env.population.members("student"):
         ind = population.add(Individual(population.new_id("student"), "student", member.genome, (-1.0, -1.0)))

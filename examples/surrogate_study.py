@@ -31,6 +31,7 @@ from redqueen.evo import ReplacementConfig  # noqa: E402
 
 PANELS = ("solve_rate", "teacher_reward", "genotypic_diversity", "behavioural_diversity")
 SCHEME_PARAMS = {"tournament": {"tournsize": 2}, "map_elites": {"bins": 4}, "novelty": {"neighbours": 3}}
+POPULATION = SurrogateEnv.default_population.updated(teachers=6, students=6, rank=2, alpha=4.0)
 
 
 def study(out: Path, schemes: list[str], steps: int = 12, seeds: int = 2) -> Path:
@@ -42,7 +43,7 @@ def study(out: Path, schemes: list[str], steps: int = 12, seeds: int = 2) -> Pat
         for seed in range(seeds):
             replacement = ReplacementConfig(replace_every=2, cull_fraction=0.34, selection=scheme,
                                             selection_params=SCHEME_PARAMS.get(scheme, {}))
-            env = SurrogateEnv(teachers=6, students=6, rank=2, alpha=4.0, replacement=replacement, seed=seed)
+            env = SurrogateEnv(population=POPULATION, replacement=replacement, seed=seed)
             runs.append([[env.step().metrics[k] for k in PANELS] for _ in range(steps)])
         curves[scheme] = np.mean(np.asarray(runs), axis=0)  # (steps, panels)
     summary = {s: dict(zip(PANELS, map(float, c[-1]), strict=True)) for s, c in curves.items()}

@@ -12,11 +12,12 @@ from typer.testing import CliRunner
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.environments import ENVIRONMENTS
 from redqueen.environments.games import GAMES, GamesEnv
+from redqueen.environments.games._options import GamesOptions
 from redqueen.evo import ReplacementConfig
 from redqueen.experiments.build import build_environment
 from redqueen.experiments.cli import EXIT_BAD_INPUT, app
 from redqueen.experiments.config import PRESETS, ConfigError, load_config
-from redqueen.fitness import PFSPMatchmaker
+from redqueen.settings import MatchmakingSettings
 
 NAMES = ("compare_on_one", "focusing", "intransitive", "ladder", "ladder_learnability")
 REPLACEMENT = ReplacementConfig(
@@ -27,12 +28,10 @@ REPLACEMENT = ReplacementConfig(
     operators={"svd_merge": 1.0, "gaussian": 1.0},
 )
 SMALL = dict(
-    teachers=3,
-    students=3,
-    tasks_per_teacher=4,
-    answers_per_task=3,
+    population=GamesEnv.default_population.updated(teachers=3, students=3),
+    match=GamesEnv.default_match.updated(tasks_per_teacher=4, answers_per_task=3),
     replacement=REPLACEMENT,
-    matchmaker=PFSPMatchmaker(hall_of_fame_share=0.5),
+    matchmaking=MatchmakingSettings(hall_of_fame_share=0.5),
 )
 MEASURES = (
     "objective_skill",
@@ -87,7 +86,8 @@ def test_numbers_rules_compare_on_the_right_dimension():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_each_game_runs_and_resumes_exactly(name):
-    a, b = GamesEnv(game=name, seed=3, **SMALL), GamesEnv(game=name, seed=3, **SMALL)
+    options = GamesOptions(game=name)
+    a, b = GamesEnv(options=options, seed=3, **SMALL), GamesEnv(options=options, seed=3, **SMALL)
     for _ in range(4):
         ra, rb = a.step(), b.step()
         assert {k: v for k, v in ra.metrics.items() if k != "seconds"} == {
@@ -99,7 +99,7 @@ def test_each_game_runs_and_resumes_exactly(name):
     buffer = io.BytesIO()
     torch.save(a.state_dict(), buffer)
     buffer.seek(0)
-    c = GamesEnv(game=name, seed=3, **SMALL)
+    c = GamesEnv(options=options, seed=3, **SMALL)
     c.load_state_dict(torch.load(buffer, weights_only=False))
     for _ in range(3):
         ra, rc = a.step(), c.step()
@@ -113,15 +113,14 @@ def test_each_game_runs_and_resumes_exactly(name):
             for (_, (p, _)), (_, (q, _)) in zip(x.genome.items(), y.genome.items(), strict=True)
         )
     with pytest.raises(ValueError, match="checkpoint"):
-        GamesEnv(game=name, seed=4, **SMALL).load_state_dict(a.state_dict())
+        GamesEnv(options=options, seed=4, **SMALL).load_state_dict(a.state_dict())
 
 
 def test_the_ladder_learns_from_samples_and_coupling_changes_the_teachers_aim():
     runs = {}
     for coupling in (0.0, 1.0):
         env = GamesEnv(
-            game="ladder",
-            game_params={"coupling": coupling},
+            options=GamesOptions.model_validate({"game": "ladder", "coupling": coupling}),
             seed=0,
             replacement=ReplacementConfig(replace_every=0),
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 
 import numpy as np
@@ -10,12 +9,17 @@ import pytest
 import torch
 
 from redqueen.environments.base import ENVIRONMENTS
-from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.environments.surrogate import SurrogateEnv, SurrogateOptions
 from redqueen.evo import ReplacementConfig
 from redqueen.fitness import TeacherReward
+from redqueen.settings import ObjectiveSettings
 
 REPLACEMENT = ReplacementConfig(replace_every=2, operators={"svd_merge": 1.0, "gaussian": 1.0}, selection="tournament")
-SMALL = dict(teachers=3, students=3, rank=2, alpha=4.0, tasks_per_teacher=4, answers_per_task=3, replacement=REPLACEMENT)
+SMALL = dict(
+    population=SurrogateEnv.default_population.updated(teachers=3, students=3, rank=2, alpha=4.0),
+    match=SurrogateEnv.default_match.updated(tasks_per_teacher=4, answers_per_task=3),
+    replacement=REPLACEMENT,
+)
 
 
 def _strip(metrics):
@@ -44,7 +48,7 @@ def test_registered_and_reports_every_row_schema():
 
 
 def test_rewards_have_the_real_shapes():
-    env = SurrogateEnv(seed=1, domain=0.3, **SMALL)
+    env = SurrogateEnv(seed=1, options=SurrogateOptions(domain=0.3), **SMALL)
     record = env.step()
     invalid = [r for r in record.tasks if not r["valid"]]
     valid = [r for r in record.tasks if r["valid"]]
@@ -79,8 +83,8 @@ def test_seeded_and_resumes_bit_for_bit():
 
 
 def test_students_learn_their_tasks():
-    small = {**SMALL, "replacement": dataclasses.replace(REPLACEMENT, replace_every=0)}
-    env = SurrogateEnv(seed=0, learn=True, **small)
+    small = {**SMALL, "replacement": REPLACEMENT.updated(replace_every=0)}
+    env = SurrogateEnv(seed=0, options=SurrogateOptions(learn=True), **small)
     before = np.mean([env.evaluate(s.genome)["error"] for s in env.population.members("student")])
     for _ in range(6):
         env.step()
@@ -107,7 +111,7 @@ def test_builds_from_the_surrogate_preset():
 
 
 def test_logs_phylogenetic_diversity_and_hypervolume_across_a_resume():
-    objectives = {"teacher": ("rating", "teacher_reward"), "student": ("rating", "solve_rate")}
+    objectives = ObjectiveSettings(teacher=("rating", "teacher_reward"), student=("rating", "solve_rate"))
     a = SurrogateEnv(seed=5, objectives=objectives, **SMALL)
     first = a.step().metrics
     assert first["phylogenetic_diversity"] == pytest.approx(a.lineage.phylogenetic_diversity())

@@ -8,15 +8,11 @@ import torch
 
 from redqueen.environments.surrogate import SurrogateEnv
 from redqueen.evo import ReplacementConfig
-from redqueen.fitness import PFSPMatchmaker
+from redqueen.settings import MatchmakingSettings
 
 SMALL = dict(
-    teachers=3,
-    students=3,
-    rank=2,
-    alpha=4.0,
-    tasks_per_teacher=4,
-    answers_per_task=3,
+    population=SurrogateEnv.default_population.updated(teachers=3, students=3, rank=2, alpha=4.0),
+    match=SurrogateEnv.default_match.updated(tasks_per_teacher=4, answers_per_task=3),
     replacement=ReplacementConfig(
         replace_every=2, snapshot_every=1, hall_of_fame=2, operators={"gaussian": 1.0}
     ),
@@ -24,7 +20,7 @@ SMALL = dict(
 
 
 def _env() -> SurrogateEnv:
-    return SurrogateEnv(seed=5, matchmaker=PFSPMatchmaker(hall_of_fame_share=0.5), **SMALL)
+    return SurrogateEnv(seed=5, matchmaking=MatchmakingSettings(hall_of_fame_share=0.5), **SMALL)
 
 
 def _hall(env: SurrogateEnv) -> dict:

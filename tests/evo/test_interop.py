@@ -30,7 +30,8 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def env():
-    return SurrogateEnv(seed=0, teachers=1, students=6, rank=2, alpha=4.0)
+    population = SurrogateEnv.default_population.updated(teachers=1, students=6, rank=2, alpha=4.0)
+    return SurrogateEnv(population=population, seed=0)
 
 
 def _founders(env):

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.environments.surrogate import SurrogateEnv, SurrogateOptions
 from redqueen.evo import ReplacementConfig
 from redqueen.evo.operators import crossover, mutate
 from redqueen.genomes import LoRAGenome
@@ -49,10 +49,9 @@ def test_operators_refuse_non_finite_parents_naming_the_module():
 
 def _env() -> SurrogateEnv:
     return SurrogateEnv(
-        teachers=2,
-        students=2,
-        hidden=8,
-        tasks_per_teacher=4,
+        population=SurrogateEnv.default_population.updated(teachers=2, students=2),
+        match=SurrogateEnv.default_match.updated(tasks_per_teacher=4),
+        options=SurrogateOptions(hidden=8),
         replacement=ReplacementConfig(replace_every=0),
         seed=0,
     )

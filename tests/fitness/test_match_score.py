@@ -9,7 +9,8 @@ import pytest
 from redqueen.environments._game_stats import match_outcomes
 from redqueen.environments._round import PlayedTask
 from redqueen.environments.games import GamesEnv
-from redqueen.environments.surrogate import SurrogateEnv
+from redqueen.environments.games._options import GamesOptions
+from redqueen.environments.surrogate import SurrogateEnv, SurrogateOptions
 from redqueen.fitness import INVALID_TASK_POLICIES, match_score
 
 
@@ -42,8 +43,16 @@ def _recorded(env) -> tuple[list[tuple[str, str, float]], list[dict]]:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: GamesEnv(game="ladder", seed=2, teachers=3, students=3, domain=0.4),
-        lambda: SurrogateEnv(seed=1, domain=0.8, teachers=3, students=3),
+        lambda: GamesEnv(
+            population=GamesEnv.default_population.updated(teachers=3, students=3),
+            options=GamesOptions(game="ladder", domain=0.4),
+            seed=2,
+        ),
+        lambda: SurrogateEnv(
+            population=SurrogateEnv.default_population.updated(teachers=3, students=3),
+            options=SurrogateOptions(domain=0.8),
+            seed=1,
+        ),
     ],
     ids=["games", "surrogate"],
 )
