@@ -4,8 +4,8 @@
   and the registry of environments by name.
 - :class:`CoevolutionEnv` (``"coevolution"``): PopuLoRA's teachers vs students on a task domain.
 - :class:`SelfPlayEnv` (``"selfplay"``): the Absolute Zero single-agent self-play baseline.
-- :class:`SurrogateEnv` (``"surrogate"``): no LLM; LoRA genomes on a small torch model, for
-  studying selection schemes in seconds.
+- :class:`SurrogateEnv` (``"surrogate"``) and its :class:`SurrogateOptions`: no LLM; LoRA
+  genomes on a small torch model, for studying selection schemes in seconds.
 - :class:`GamesEnv` (``"games"``) and :data:`GAMES`: surrogate games whose objective answer
   is known (numbers games, difficulty ladder), with pathology detectors.
 - :class:`TaskDomain` and :data:`DOMAINS`: what the co-evolution and self-play games are played
@@ -52,6 +52,8 @@ _EXPORTS = {
     "GamesEnv": "games",
     "SelfPlayEnv": "selfplay",
     "SurrogateEnv": "surrogate",
+    "SurrogateOptions": "surrogate",
+    "GamesOptions": "games",
     "TaskBuffer": "task_buffer",
     "complexity_score": "task_buffer",
     "task_signature": "task_buffer",
@@ -101,6 +103,8 @@ __all__ = [
     "SelfPlayEnv",
     "StepRecord",
     "SurrogateEnv",
+    "SurrogateOptions",
+    "GamesOptions",
     "TaskBuffer",
     "TaskDomain",
     "TaskMeasures",

@@ -23,7 +23,6 @@ from redqueen.environments._domain import (
     TaskDomain,
     domain_name,
     load_domain_state,
-    make_domain,
     save_domain_state,
     summary_column,
 )
@@ -156,7 +155,7 @@ class RoundEnv(LeagueView, Environment):
         population = population or PopulationSettings()
         replacement = replacement or self.default_replacement()
         self.check_settings(population, replacement)
-        self.domain = domain if domain is not None else make_domain("code")
+        self.domain = domain if domain is not None else _default_domain()
         self.settings = (game or GameSettings()).for_domain(self.domain)
         self.sampling = sampling or SamplingSettings()
         self.teacher_reward = TeacherReward.from_settings(self.settings.teacher_reward)
@@ -454,3 +453,10 @@ class RoundEnv(LeagueView, Environment):
         executor, self.executor = self.executor, None
         if executor is not None:
             executor.close()
+
+
+def _default_domain() -> TaskDomain[Any, Any, Any]:
+    """The code domain with its default settings (asking the package registers it)."""
+    from redqueen.environments import make_domain
+
+    return make_domain("code")

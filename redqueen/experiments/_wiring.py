@@ -208,6 +208,8 @@ def options(kind: type[Settings], cfg: ExperimentConfig) -> Settings:
         if first["type"] == "extra_forbidden":
             known = ", ".join(kind.model_fields)
             message = f"not a setting of environment {cfg.environment.name!r} (accepted: {known})"
+            if where in type(cfg.environment).model_fields:  # one place for each setting
+                message = f"a key of the environment section: set environment.{where} instead"
         if not where:
             raise ConfigError(f"environment.options.{message}") from None
         raise ConfigError(f"environment.options.{where}: {message}") from None

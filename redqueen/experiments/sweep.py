@@ -155,9 +155,9 @@ def run_trial(
     """
     from redqueen.experiments._run_config import load_run_config, remote_settings
     from redqueen.experiments.config import load_config
+    from redqueen.experiments.launch import resume_run, start_run
     from redqueen.experiments.plugins import import_plugin, load_plugins
     from redqueen.experiments.rundir import RunDirectory
-    from redqueen.experiments.runner import resume_run, start_run
 
     load_plugins()
     recorded = [import_plugin(spec) for spec in plugins]

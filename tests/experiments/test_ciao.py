@@ -18,7 +18,7 @@ SETTINGS = [
     "population.students=3",
     "evolution.snapshot_every=2",
     "matchmaking.hall_of_fame_share=0.5",
-    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
 ]
 
 

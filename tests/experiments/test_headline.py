@@ -19,7 +19,7 @@ SETTINGS = [
     "population.teachers=3",
     "population.students=3",
     "evolution.snapshot_every=2",
-    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
 ]
 
 

@@ -33,7 +33,7 @@ SETTINGS = [
     "population.students=2",
     "evolution.replace_every=2",
     "evolution.snapshot_every=2",
-    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
 ]
 SET_ARGS = [a for s in SETTINGS for a in ("--set", s)]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -30,7 +30,7 @@ SETTINGS = [
     "population.teachers=4",
     "population.students=4",
     "evolution.replace_every=2",
-    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
 ]
 BUDGET_SECONDS = 20.0
 

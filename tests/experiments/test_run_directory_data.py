@@ -29,7 +29,7 @@ SETTINGS = [
     "population.students=2",
     "evolution.replace_every=2",
     "evolution.snapshot_every=2",
-    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
 ]
 SET_ARGS = [a for s in SETTINGS for a in ("--set", s)]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -349,7 +349,7 @@ def test_a_non_finite_numeric_string_in_environment_options_is_refused(tmp_path,
             "--no-plots",
             *SET_ARGS,
             "--set",
-            f"environment.options={{tasks_per_teacher: 4, hidden: 8, lr: {value}}}",
+            f"environment.options={{hidden: 8, lr: {value}}}",
         ],
     )
     assert result.exit_code == 2, result.output

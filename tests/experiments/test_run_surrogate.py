@@ -27,7 +27,7 @@ SETTINGS = [
     "population.teachers=4",
     "population.students=4",
     "evolution.replace_every=2",
-    "environment.options={tasks_per_teacher: 4, hidden: 8}",
+    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
 ]
 ARGS = ["--plugin", "redqueen.environments.surrogate"] + [a for s in SETTINGS for a in ("--set", s)]
 METRIC_KEYS = {"step", "seconds", "solve_rate", "teacher_reward", "valid_share", "best_rating",

@@ -16,7 +16,7 @@ from redqueen.experiments.cli import app, main
 from redqueen.experiments.config import ConfigError, load_config
 
 SMALL = ["--set", "steps=2", "--set", "population.teachers=2", "--set", "population.students=2",
-         "--set", "environment.options={tasks_per_teacher: 2, hidden: 8}", "--no-plots"]
+         "--set", "environment.tasks_per_teacher=2", "--set", "environment.options={hidden: 8}", "--no-plots"]
 
 
 @pytest.mark.parametrize(

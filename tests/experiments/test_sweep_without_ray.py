@@ -13,7 +13,7 @@ from redqueen.experiments.cli import app
 from redqueen.experiments.rundir import RunDirectory
 
 SMALL = ["--set", "steps=2", "--set", "population.teachers=2", "--set", "population.students=2",
-         "--set", "environment.options={tasks_per_teacher: 2, hidden: 8}"]
+         "--set", "environment.tasks_per_teacher=2", "--set", "environment.options={hidden: 8}"]
 
 
 def test_sweep_runs_its_trials_in_turn_without_ray(tmp_path, monkeypatch, caplog):

@@ -10,7 +10,7 @@ collapse, cycling, focusing) can be reproduced and a selection scheme can be jud
   2001), ``ladder`` (tasks of a latent difficulty, shaped like the code game) and
   ``ladder_learnability`` (the ladder with teachers paid for the student's learning signal).
 - :class:`GamesEnv` (environment ``"games"``): plays one game, with ``game: NAME`` and the
-  game's settings in ``environment.options``.
+  game's settings in ``environment.options`` (:class:`GamesOptions`).
 - :mod:`~redqueen.environments.games.detectors`: pure detectors of each pathology.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 from redqueen.environments.games import detectors
 from redqueen.environments.games._base import GAMES, Game
 from redqueen.environments.games._numbers import NumbersGame
+from redqueen.environments.games._options import GamesOptions
 from redqueen.environments.games.compare_on_one import CompareOnOne
 from redqueen.environments.games.environment import GamesEnv
 from redqueen.environments.games.focusing import Focusing
@@ -28,6 +29,7 @@ from redqueen.environments.games.ladder_learnability import LearnabilityLadder
 
 __all__ = [
     "GAMES",
+    "GamesOptions",
     "CompareOnOne",
     "Focusing",
     "Game",
