@@ -311,18 +311,23 @@ def plot_archive(data: RunData) -> Figure:
     if last is None:
         raise SkipPlot("metrics.jsonl has no archive/<role> cells (not a map_elites run)")
     roles = sorted(k.split("/", 1)[1] for k in last if k.startswith("archive/"))
-    params = ((data.config.get("evolution") or {}).get("selection_params") or {})
+    from redqueen.evo.selection import GridSettings
+
+    params = (data.config.get("evolution") or {}).get("selection_params") or {}
+    grid_settings = GridSettings.model_validate(
+        {key: value for key, value in params.items() if key in GridSettings.model_fields}
+    )
     if any(len(cell) != 3 for role in roles for cell in last[f"archive/{role}"]):
         raise SkipPlot("the archive heatmap needs two-dimensional behaviour descriptors")
     figure, axes = subplots(len(roles), 2, figsize=(11, 4 * len(roles)), squeeze=False)
     for (heat_ax, curve_ax), role in zip(axes, roles, strict=True):
         cells = np.asarray(last[f"archive/{role}"], dtype=float).reshape(-1, 3)
-        bins = np.broadcast_to(np.asarray(params.get("bins", 10), dtype=int), 2)
+        bins = np.broadcast_to(np.asarray(grid_settings.bins, dtype=int), 2)
         grid = np.full((int(bins[1]), int(bins[0])), np.nan)  # rows: second descriptor
         for i, j, quality in cells:
             grid[int(j), int(i)] = quality
-        low = np.broadcast_to(np.asarray(params.get("low", 0.0), dtype=float), 2)
-        high = np.broadcast_to(np.asarray(params.get("high", 1.0), dtype=float), 2)
+        low = np.broadcast_to(np.asarray(grid_settings.low, dtype=float), 2)
+        high = np.broadcast_to(np.asarray(grid_settings.high, dtype=float), 2)
         image = heat_ax.imshow(grid, origin="lower", aspect="auto", cmap="magma",
                                extent=(low[0], high[0], low[1], high[1]))
         figure.colorbar(image, ax=heat_ax, label="elite quality")
