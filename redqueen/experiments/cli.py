@@ -374,6 +374,18 @@ app.command("export-table")(export_table_command)
 domain_app = typer.Typer(help="Task domains: try one's pipeline without a model.", no_args_is_help=True)
 domain_app.command("check")(domain_check_command)
 app.add_typer(domain_app, name="domain")
+config_app = typer.Typer(help="The configuration's keys, from the settings objects.", no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("keys")
+def config_keys_command(
+    markdown: bool = typer.Option(False, "--markdown", help="A Markdown table per section."),
+) -> None:
+    """Every configuration key, one a line: type = default (range), then its meaning."""
+    from redqueen.experiments._config_keys import config_keys, keys_markdown, keys_text
+
+    typer.echo(keys_markdown(config_keys()) if markdown else keys_text(config_keys()))
 
 
 @app.command("list")

@@ -142,7 +142,27 @@ def _domain_settings(
 
 
 class ExperimentConfig(Settings):
-    """Everything one experiment needs; see the section classes for each field."""
+    """Everything one experiment needs; see the section classes for each field.
+
+    Attributes:
+        steps: Steps the run takes (each one round of the game, and replacement when due).
+        seed: Seed of every random stream of the run (the same seed gives the same run).
+        checkpoint_every: Steps between checkpoints (0: only at the end of the run).
+        model: The base model and where it runs (:class:`~redqueen.settings.EngineSettings`).
+        population: Role sizes and founders' genomes
+            (:class:`~redqueen.settings.PopulationSettings`).
+        environment: The environment, its task domain and one round's budgets
+            (:class:`EnvironmentConfig`).
+        evolution: Replacement: culling, selection, operators, hall of fame
+            (:class:`~redqueen.settings.ReplacementConfig`).
+        matchmaking: PFSP pairing of teachers and students
+            (:class:`~redqueen.settings.MatchmakingSettings`).
+        objectives: Objective names per role (:class:`~redqueen.settings.ObjectiveSettings`).
+        learner: The REINFORCE++ update (:class:`~redqueen.settings.LearnerSettings`).
+        sampling: Sampling of proposals and answers (:class:`~redqueen.settings.SamplingSettings`).
+        logging: Monitoring sinks and checkpoints kept (:class:`~redqueen.settings.LoggingSettings`).
+        engine: One process or Ray workers (:class:`~redqueen.settings.ClusterSettings`).
+    """
 
     steps: int = Field(20, ge=1, le=100_000_000)
     seed: int = Field(0, ge=-(2**63), le=2**63 - 1)

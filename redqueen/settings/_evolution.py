@@ -25,29 +25,31 @@ class ReplacementConfig(Settings):
     """How members are replaced, per role, every ``replace_every`` steps (``evolution:``).
 
     Attributes:
-        replace_every: Steps between replacements (0: never).
-        cull_fraction: Fraction of each role culled (at least one member when positive).
+        replace_every: Steps between replacements, >= 0 (0: never).
+        cull_fraction: Fraction of each role culled, in [0, 1] (at least one member when
+            positive).
         selection: Parent selection scheme (a name in ``SELECTIONS``).
         selection_params: Keyword parameters of the selection scheme.
         ranking: Scheme whose order ranks members for culling (distinct, best first:
             ``rating_lcb``, ``truncation``, ``nsga2``, ``nsga3``, ``spea2``, ``novelty``...).
-        operators: Operator name -> weight; names come from ``MUTATIONS`` or ``CROSSOVERS``.
+        operators: Operator name -> weight (>= 0, not all 0); names come from ``MUTATIONS`` or
+            ``CROSSOVERS``.
         operator_params: Operator name -> keyword parameters. A crossover's ``n_parents``
             (default 2) sets how many parents it takes.
-        elitism: The best ``elitism`` members of a role are never culled.
+        elitism: The best ``elitism`` members of a role are never culled (>= 0).
         newborn: A child's first rating: ``"survivor"`` (default) the rating of a survivor of
             its role drawn uniformly at random, so that in a neutral game a newborn is
             exchangeable with every other member and its chance of being culled does not depend
             on its age; ``"parents"`` the mean of its parents' mu with their mean sigma widened
             half-way back to the initial sigma (biased: parents are chosen for their fitness);
             ``"fresh"`` the rating system's initial rating (biased against newborns).
-        grace: Steps after its birth during which a member is not culled (0: none). Any grace
+        grace: Steps after its birth during which a member is not culled, >= 0 (0: none). Any grace
             makes the chance of being culled depend on age; it is there for studies that want it.
         snapshot_every: Every this many steps, the living members are copied into the hall of
             fame (frozen opponents for matchmaking, and the ``snapshots/`` of the run
-            directory that ``redqueen ciao`` plays); 0: never.
-        hall_of_fame: Snapshots the hall of fame keeps in memory, newest first (older ones
-            stay on disk only).
+            directory that ``redqueen ciao`` plays); >= 0, 0: never.
+        hall_of_fame: Snapshots the hall of fame keeps in memory (>= 0), newest first (older
+            ones stay on disk only).
 
     Raises:
         pydantic.ValidationError: (a ``ValueError``) ``"<field>: <problem>"`` for a value out
@@ -125,7 +127,13 @@ class MatchmakingSettings(Settings):
 
 class ObjectiveSettings(Settings):
     """Objective names per role (``objectives:``); one name is a scalar fitness, several make a
-    Pareto problem."""
+    Pareto problem.
+
+    Attributes:
+        teacher: Objectives of teachers (names in ``redqueen.fitness.OBJECTIVES``).
+        student: Objectives of students.
+        solo: Objectives of the self-play baseline's members.
+    """
 
     teacher: tuple[str, ...] = Field(("rating",), min_length=1)
     student: tuple[str, ...] = Field(("rating",), min_length=1)

@@ -56,7 +56,13 @@ class SamplingSettings(Settings):
 
 class TeacherRewardSettings(Settings):
     """Teacher reward: ``invalid`` for an invalid task, ``extreme`` when the solve rate is 0 or 1,
-    else ``1 - rate``. ``variant`` picks the default ``extreme``: 0 (PopuLoRA) or -0.5 (AZR's code)."""
+    else ``1 - rate``. ``variant`` picks the default ``extreme``: 0 (PopuLoRA) or -0.5 (AZR's code).
+
+    Attributes:
+        variant: ``"populora"`` (``extreme`` 0) or ``"azr"`` (``extreme`` -0.5, as AZR's code).
+        invalid: Reward of a task that is not valid (it does not parse, run or repeat).
+        extreme: Reward of a task every answer solves, or none does; ``None``: the variant's.
+    """
 
     variant: Literal["populora", "azr"] = "populora"
     invalid: float = -1.0
@@ -70,7 +76,13 @@ class TeacherRewardSettings(Settings):
 
 
 class StudentRewardSettings(Settings):
-    """Student reward per answer status."""
+    """Student reward per answer status.
+
+    Attributes:
+        correct: Reward of a correct answer.
+        wrong: Reward of a wrong answer.
+        unparseable: Reward of an answer that cannot be parsed.
+    """
 
     correct: float = 1.0
     wrong: float = -0.5

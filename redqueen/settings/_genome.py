@@ -40,6 +40,11 @@ class PopulationSettings(GenomeSettings):
     ``teachers`` and ``students`` are used by the co-evolution, surrogate and games
     environments, ``solo`` by the self-play baseline (each solo member proposes and solves on
     its own).
+
+    Attributes:
+        teachers: Teachers (task proposers) in the population.
+        students: Students (task solvers) in the population.
+        solo: Members of the self-play baseline, each proposing and solving its own tasks.
     """
 
     teachers: int = Field(4, ge=0, le=10_000)
