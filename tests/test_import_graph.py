@@ -14,12 +14,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "redqueen"
 
 #: Subpackages (and top-level modules) from the bottom up, as in DESIGN.md:
-#: ``experiments -> environments -> (engine, verifiers, fitness, evo) -> genomes``.
+#: ``experiments -> environments -> (engine, verifiers, fitness, evo) -> genomes``; the settings
+#: objects sit below them all (plain data every layer takes, importing no other layer).
 #: A module may import its own subpackage and anything in a lower layer; subpackages in one
 #: layer do not import each other (``evo`` never imports ``engine``).
 LAYERS: list[set[str]] = [
     {"_params"},
     {"_registry", "assets"},
+    {"settings"},
     {"genomes"},
     {"verifiers", "fitness"},
     {"engine", "evo", "tinycoder"},

@@ -41,7 +41,7 @@ from redqueen.environments._round import (
 from redqueen.environments.base import Environment, StepRecord
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
 from redqueen.evo import League, ReplacementConfig
-from redqueen.fitness import Objectives, StudentReward, TeacherReward, match_score
+from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
 from redqueen.genomes import LoRAGenome
 from redqueen.settings import (
     ClusterSettings,
@@ -59,10 +59,12 @@ from redqueen.verifiers import Sandbox
 class RoundEnv(LeagueView, Environment):
     """Base of the environments that play the propose / verify / solve / learn round.
 
-    The constructor builds the parts (domain, settings, rewards, RNGs, the :class:`League`,
-    the task buffer, the engine with its :class:`AdapterSync`, the :class:`MemberStats`) and
-    founds the members; subclasses say how many of which role, and write :meth:`step` around
-    :meth:`_play` and :meth:`_record`.
+    The constructor takes settings objects (each configuration section whole) and builds the
+    parts (domain, settings, rewards, RNGs, the :class:`League`, the task buffer, the engine with
+    its :class:`AdapterSync`, the :class:`MemberStats`), then founds the members. A subclass
+    declares its :attr:`roles` (each sized by ``population``), whether members are
+    :attr:`rated` and keep :attr:`per_member_buffers`, may refuse settings in
+    :meth:`check_settings`, and writes :meth:`step` around :meth:`_play` and :meth:`_record`.
 
     Coverage of task space is counted in the domain's behaviour cells
     (:meth:`~redqueen.environments.TaskDomain.behaviour_cell`): ``coverage_cells`` is the
@@ -101,6 +103,7 @@ class RoundEnv(LeagueView, Environment):
     per_member_buffers: ClassVar[bool] = False
     #: PFSP matchmaking of the league (``None``: the league's pairing of its roles).
     matchmaking: MatchmakingSettings | None = None
+    #: Temperature and nucleus mass of proposals and answers.
     sampling: SamplingSettings
     #: Behaviour cells filled so far (plain strings, kept in the checkpoint).
     cells: set[str]
@@ -171,7 +174,7 @@ class RoundEnv(LeagueView, Environment):
             pairing_rng=self.np_rng,
             evolution_rng=np.random.default_rng(self.seed + 1),
             replacement=replacement,
-            matchmaker=None if self.matchmaking is None else self.matchmaking.matchmaker(),
+            matchmaker=None if self.matchmaking is None else PFSPMatchmaker.from_settings(self.matchmaking),
             rated=self.rated,
         )
         buffers = TaskBuffers if self.per_member_buffers else TaskBuffer

@@ -35,7 +35,7 @@ from redqueen.environments._surrogate_core import (
 )
 from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
 from redqueen.evo import Individual, descriptor_matrix
-from redqueen.fitness import Objectives, StudentReward, TeacherReward, match_score
+from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
 from redqueen.genomes import LoRAGenome
 from redqueen.settings import (
     ClusterSettings,
@@ -150,7 +150,7 @@ class SurrogateEnv(LeagueView, Environment):
         self.target = 2.0 * torch.randn(dim, dim, generator=gen) / dim**0.5  # f*(x) = sin(W x)
         self.benchmark = torch.rand(64, dim, generator=gen) * 2 - 1  # held-out tasks for evaluate()
 
-        matchmaker = (matchmaking or MatchmakingSettings()).matchmaker()
+        matchmaker = PFSPMatchmaker.from_settings(matchmaking or MatchmakingSettings())
         self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
                                        objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)

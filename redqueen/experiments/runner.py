@@ -5,8 +5,8 @@ The runner knows nothing of teachers, students or tasks. It calls
 and every ``checkpoint_every`` steps writes a checkpoint together with ``lineage.csv`` and the
 living members' adapters, so the run directory always describes its latest checkpoint.
 
-Two entry points in :mod:`redqueen.experiments.launch` build a :class:`Runner` (both are
-re-exported here):
+Two entry points in :mod:`redqueen.experiments.launch` build a :class:`Runner` (the package
+``redqueen.experiments`` exports both):
 
 * :func:`start_run` validates the configuration and builds the environment inside a temporary
   directory next to the target, renaming it into place only when everything worked — a failed
@@ -306,12 +306,3 @@ class Runner:
 
 #: Signals that stop a run after the step in progress: Ctrl-C, and what schedulers send.
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def __getattr__(name: str) -> object:
-    # start_run and resume_run live in .launch, which imports this module.
-    if name in ("start_run", "resume_run"):
-        from redqueen.experiments import launch
-
-        return getattr(launch, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

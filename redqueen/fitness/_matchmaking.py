@@ -55,6 +55,11 @@ class PFSPMatchmaker:
         self.weighting, self.floor = weighting, float(floor)
         self.hall_of_fame_share = float(hall_of_fame_share)
 
+    @classmethod
+    def from_settings(cls, settings: MatchmakingSettings) -> PFSPMatchmaker:
+        """The matchmaker the ``matchmaking`` settings describe."""
+        return cls(**settings.model_dump())
+
     def weights(
         self,
         teacher_id: str,

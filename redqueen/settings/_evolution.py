@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from redqueen.settings._base import Settings
-
-if TYPE_CHECKING:
-    from redqueen.fitness import PFSPMatchmaker
 
 __all__ = ["NEWBORN_RULES", "MatchmakingSettings", "ObjectiveSettings", "ReplacementConfig"]
 
@@ -117,12 +114,6 @@ class MatchmakingSettings(Settings):
     weighting: Literal["variance", "hard", "uniform"] = "variance"
     floor: float = Field(1e-3, ge=0)
     hall_of_fame_share: float = Field(0.0, ge=0, le=1)
-
-    def matchmaker(self) -> PFSPMatchmaker:
-        """These settings as a :class:`redqueen.fitness.PFSPMatchmaker`."""
-        from redqueen.fitness import PFSPMatchmaker
-
-        return PFSPMatchmaker(**self.model_dump())
 
 
 class ObjectiveSettings(Settings):

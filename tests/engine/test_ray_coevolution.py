@@ -27,7 +27,7 @@ pytest.importorskip("ray", reason="the distributed engine needs the ray extra")
 
 from redqueen.engine.distributed import WorkerLostError, connect  # noqa: E402
 from redqueen.experiments.config import load_config  # noqa: E402
-from redqueen.experiments.runner import resume_run, start_run  # noqa: E402
+from redqueen.experiments.launch import resume_run, start_run  # noqa: E402
 
 STEPS = 4
 LOOSE_FIGURES = {  # (relative, absolute) tolerance

@@ -15,7 +15,7 @@ pytest.importorskip("ray", reason="the distributed surrogate needs the ray extra
 
 from redqueen.engine.distributed import connect  # noqa: E402
 from redqueen.experiments.config import load_config  # noqa: E402
-from redqueen.experiments.runner import start_run  # noqa: E402
+from redqueen.experiments.launch import start_run  # noqa: E402
 
 STEPS = 4
 

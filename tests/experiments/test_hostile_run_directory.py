@@ -23,7 +23,7 @@ from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.cli import app
 from redqueen.experiments.config import ConfigError, load_config
 from redqueen.experiments.rundir import RunDirectory
-from redqueen.experiments.runner import start_run
+from redqueen.experiments.launch import start_run
 from redqueen.experiments.snapshots import read_snapshots
 
 SETTINGS = [
@@ -295,7 +295,7 @@ def test_sigterm_during_start_up_leaves_no_staging_folder(tmp_path):
         import os, signal, sys, time
         import redqueen.experiments.build as build
         from redqueen.experiments.config import load_config
-        from redqueen.experiments.runner import start_run
+        from redqueen.experiments.launch import start_run
 
         def slow(config):
             open({str(tmp_path / "building")!r}, "w").close()

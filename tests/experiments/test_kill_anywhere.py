@@ -22,7 +22,7 @@ from redqueen.evo import Lineage
 from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.config import load_config
 from redqueen.experiments.rundir import RunDirectory
-from redqueen.experiments.runner import resume_run, start_run
+from redqueen.experiments.launch import resume_run, start_run
 
 SETTINGS = [
     "steps=12",

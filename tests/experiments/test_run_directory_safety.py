@@ -21,7 +21,7 @@ from redqueen.experiments.checkpoint import CheckpointError, latest_checkpoint, 
 from redqueen.experiments.cli import app
 from redqueen.experiments.config import load_config
 from redqueen.experiments.rundir import RunDirectory, RunDirectoryBusyError, RunLock, writer_active
-from redqueen.experiments.runner import resume_run, start_run
+from redqueen.experiments.launch import resume_run, start_run
 
 SETTINGS = [
     "steps=8",

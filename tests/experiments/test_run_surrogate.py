@@ -18,7 +18,7 @@ from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.cli import app
 from redqueen.experiments.config import load_config
 from redqueen.experiments.rundir import RunDirectory
-from redqueen.experiments.runner import start_run
+from redqueen.experiments.launch import start_run
 
 STEPS = 8
 SETTINGS = [

@@ -25,6 +25,7 @@ from redqueen.environments.games._reinforce import reinforce_step
 from redqueen.evo import descriptor_matrix
 from redqueen.fitness import (
     Objectives,
+    PFSPMatchmaker,
     StudentReward,
     TeacherReward,
     behavioural_diversity,
@@ -138,7 +139,7 @@ class GamesEnv(LeagueView, Environment):
         gen = torch.Generator().manual_seed(self.seed)
         self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=opts.hidden, outputs=self.game.dim, gen=gen)
         self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
-        matchmaker = (matchmaking or MatchmakingSettings()).matchmaker()
+        matchmaker = PFSPMatchmaker.from_settings(matchmaking or MatchmakingSettings())
         self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
                                        objectives=self.objectives, seed=self.seed)
         self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
