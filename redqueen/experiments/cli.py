@@ -13,32 +13,27 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from redqueen._params import pack_pieces
 from redqueen._registry import ALL_REGISTRIES
 from redqueen.experiments._display import EscapingFormatter, error_line, shown
-from redqueen.experiments._headline import progress_stats
-from redqueen.experiments._run_lines import MeanStepTimeLeft, first_line, last_line
+from redqueen.experiments._run_lines import first_line, last_line, live_progress, run_failure
 from redqueen.experiments.ciao import ciao_command
 from redqueen.experiments.domain_check import domain_check_command
 from redqueen.experiments.evaluation.command import eval_command
 from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.plugins import one_line as _one_line
 from redqueen.experiments.study_commands import compare_command, export_table_command, sweep_command
+
+if TYPE_CHECKING:
+    from redqueen.experiments.runner import Runner
 
 app = typer.Typer(
     add_completion=True,
@@ -144,33 +139,7 @@ def _default_out(source: str) -> Path:
     return out
 
 
-def _live_progress(console: Console, runner: Any) -> tuple[Progress, Callable[..., None]]:
-    from rich.markup import escape
-
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(bar_width=20),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[stats]}"),
-        TimeElapsedColumn(),
-        MeanStepTimeLeft(),
-        console=console,
-    )
-    task = progress.add_task(
-        escape(shown(runner.run_dir.path.name)), total=runner.steps, completed=runner.step_count, stats="",
-        mean_step=None,
-    )
-    started, first_step = time.perf_counter(), runner.step_count
-
-    def on_step(record: Any, current: Any) -> None:
-        stats = progress_stats(current.last_metrics)
-        mean_step = (time.perf_counter() - started) / max(1, current.step_count - first_step)
-        progress.update(task, completed=current.step_count, stats=stats, mean_step=mean_step)
-
-    return progress, on_step
-
-
-def _drive(runner: Any) -> None:
+def _drive(runner: Runner) -> None:
     """Run to the end with a live progress bar, report, and exit 130 (143) on SIGINT (SIGTERM).
 
     A step that fails (a full disk, a plug-in that raises) ends the run with one line naming
@@ -179,14 +148,14 @@ def _drive(runner: Any) -> None:
     import signal
 
     console = Console(stderr=True)
-    progress, on_step = _live_progress(console, runner)
+    progress, on_step = live_progress(console, runner)
     try:
         with progress:
             result = runner.run(callbacks=[on_step])
     except (KeyboardInterrupt, typer.Exit):
         raise
     except BaseException as error:
-        raise fail(_run_failure(runner, error)) from None
+        raise fail(run_failure(runner, error)) from None
     finally:
         runner.close()
     for note in result.plot_notes:
@@ -199,43 +168,6 @@ def _drive(runner: Any) -> None:
         )
         raise typer.Exit(EXIT_TERMINATED if result.stop_signal == signal.SIGTERM else EXIT_INTERRUPTED)
     typer.echo(last_line(result.path, result.steps_done, runner.plots))
-
-
-def _run_failure(runner: Any, error: BaseException) -> str:
-    """One line on a run that stopped mid-way: what failed, where, and how to continue."""
-    import traceback
-
-    from redqueen.experiments.checkpoint import CheckpointError, latest_checkpoint
-
-    if isinstance(error, SystemExit):
-        what = f"sys.exit({error.code!r}) was called"
-    else:
-        what = f"{type(error).__name__}: {_one_line(error)}"
-    frames = traceback.extract_tb(error.__traceback__)
-    package = str(Path(__file__).resolve().parents[1])
-    outside = [f for f in frames if not f.filename.startswith(package) and "site-packages" not in f.filename]
-    where = ""
-    if not isinstance(error, ValueError | OSError) and frames:
-        frame = (outside or frames)[-1]
-        where = f" in {frame.filename}:{frame.lineno}"
-    try:
-        ckpt = latest_checkpoint(runner.run_dir.checkpoints_dir)
-    except CheckpointError:
-        ckpt = None
-    path = runner.run_dir.path
-    if ckpt is None:
-        # Nothing to continue from: `resume` starts over from the seed, which helps after a
-        # passing failure (a full disk) and fails the same way after one from the config or code.
-        return (
-            f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; "
-            f"no checkpoint was written, so there is nothing to resume: `redqueen resume {path}` "
-            "starts it over from step 0, which fails again if the cause is the configuration or "
-            f"a plug-in (then remove {path})"
-        )
-    return (
-        f"the run stopped after {runner.step_count} of {runner.steps} steps: {what}{where}; "
-        f"checkpoint at step {ckpt.step} in {path}, continue with: redqueen resume {path}"
-    )
 
 
 @app.command("run")
