@@ -52,6 +52,22 @@ def test_surrogate_and_games_import_no_transformers(statement):
     assert "transformers" not in loaded and "redqueen.engine" not in loaded
 
 
+@pytest.mark.parametrize("preset", ["surrogate", "game-ladder"])
+def test_a_surrogate_run_from_its_configuration_loads_no_language_model_stack(preset):
+    """What ``redqueen run`` does before the run directory: plug-ins, config, check, build, a step."""
+    loaded = _fresh(
+        "import json, sys\n"
+        "from redqueen.experiments.plugins import load_plugins\n"
+        "from redqueen.experiments.config import load_config\n"
+        "from redqueen.experiments.build import plan_environment\n"
+        "load_plugins(shipped=False)\n"
+        f"env = plan_environment(load_config({preset!r}, ['population.teachers=2'])).build()\n"
+        "env.step(); env.close()\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    assert "transformers" not in loaded and "redqueen.engine" not in loaded
+
+
 def test_the_command_line_module_imports_nothing_heavy():
     loaded = _fresh("import json, sys\nimport redqueen.experiments.cli\nprint(json.dumps(sorted(sys.modules)))")
     assert [name for name in HEAVY if name in loaded] == []

@@ -1,7 +1,8 @@
 """Environments: where populations of LoRA adapters meet, play, learn and evolve.
 
-- :class:`Environment`, :class:`StepRecord`, :data:`ENVIRONMENTS`: the protocol the runner drives
-  and the registry of environments by name.
+- :class:`Environment`, :class:`StepRecord`, :data:`ENVIRONMENTS`: the base the runner drives
+  and the registry of environments by name; :func:`environment` looks one up, importing only
+  its own module.
 - :class:`CoevolutionEnv` (``"coevolution"``): PopuLoRA's teachers vs students on a task domain.
 - :class:`SelfPlayEnv` (``"selfplay"``): the Absolute Zero single-agent self-play baseline.
 - :class:`SurrogateEnv` (``"surrogate"``) and its :class:`SurrogateOptions`: no LLM; LoRA
@@ -59,13 +60,37 @@ _EXPORTS = {
     "task_signature": "task_buffer",
 }
 
+#: The module whose import registers each built-in environment in :data:`ENVIRONMENTS`.
+BUILT_IN_ENVIRONMENTS = {
+    "coevolution": "redqueen.environments.coevolution",
+    "selfplay": "redqueen.environments.selfplay",
+    "surrogate": "redqueen.environments.surrogate",
+    "games": "redqueen.environments.games",
+}
 #: Modules whose import registers the built-in environments in :data:`ENVIRONMENTS`.
-ENVIRONMENT_MODULES = (
-    "redqueen.environments.coevolution",
-    "redqueen.environments.selfplay",
-    "redqueen.environments.surrogate",
-    "redqueen.environments.games",
-)
+ENVIRONMENT_MODULES = tuple(BUILT_IN_ENVIRONMENTS.values())
+
+
+def environment(name: str) -> type[Any]:
+    """The environment class registered as ``name``, importing only its own module when it is a
+    built-in (so that the surrogate and the games never load the language-model stack).
+
+    Raises:
+        UnknownNameError: If no environment has that name (every built-in is imported first,
+            so the message lists them all).
+    """
+    from redqueen._registry import UnknownNameError
+    from redqueen.environments.base import ENVIRONMENTS as registry
+
+    module = BUILT_IN_ENVIRONMENTS.get(name)
+    if module is not None:
+        importlib.import_module(module)
+    try:
+        return registry[name]
+    except UnknownNameError:
+        for module in ENVIRONMENT_MODULES:
+            importlib.import_module(module)
+        return registry[name]
 
 #: Names whose registry is only complete once every built-in entry has been imported.
 _BUILT_IN_DOMAINS = ("redqueen.environments._code_domain",)
@@ -89,6 +114,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ANSWER_STATUSES",
+    "BUILT_IN_ENVIRONMENTS",
     "DOMAINS",
     "ENVIRONMENTS",
     "GAMES",
@@ -111,6 +137,7 @@ __all__ = [
     "complexity_score",
     "difficulty_bin",
     "domain_name",
+    "environment",
     "load_domain_state",
     "make_domain",
     "save_domain_state",

@@ -43,10 +43,10 @@ def environment_class(cfg: ExperimentConfig) -> type[Environment]:
     Raises:
         ConfigError: If no environment has that name.
     """
-    from redqueen.environments import ENVIRONMENTS  # complete: every built-in is imported
+    from redqueen.environments import environment  # imports only the chosen built-in's module
 
     try:
-        return ENVIRONMENTS[cfg.environment.name]
+        return environment(cfg.environment.name)
     except UnknownNameError as error:
         raise ConfigError(f"environment.name: {error}") from None
 

@@ -188,7 +188,7 @@ def run_command(
     from redqueen.experiments.launch import start_run
 
     with bad_input_exits(starting=True):
-        load_plugins()  # before the config: it may name a plug-in's domain, operator, ...
+        load_plugins(shipped=False)  # before the config: it may name a plug-in's domain, ...
         recorded = [import_plugin(spec) for spec in plugins or ()]
         config = load_config(preset_or_yaml, list(overrides or ()))
         plan = plan_environment(config)  # bad input is one line, with no first line before it
@@ -227,7 +227,7 @@ def resume_command(
     from redqueen.experiments.launch import resume_run
 
     with bad_input_exits(starting=True):
-        load_plugins()
+        load_plugins(shipped=False)
         if run_dir.is_dir():
             _import_confirmed_plugins(run_dir, trust_plugins, list(plugins or ()))
             typer.echo(first_line(run_dir, None, resuming=True))  # before the model loads

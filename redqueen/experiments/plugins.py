@@ -53,14 +53,19 @@ PLUGIN_MODULES = (
 ENTRY_POINT_GROUP = "redqueen.plugins"
 
 
-def load_plugins() -> None:
+def load_plugins(*, shipped: bool = True) -> None:
     """Import every module that registers plug-ins: the shipped ones, then every entry point of
     the ``redqueen.plugins`` group of the installed packages.
+
+    Args:
+        shipped: Import the shipped registries' modules too (what ``redqueen list`` shows). A
+            run leaves them out: it imports what its configuration names, so that a surrogate
+            run never loads the language-model stack.
 
     Raises:
         ValueError: Naming the entry point, if it fails to import.
     """
-    for module in PLUGIN_MODULES:
+    for module in PLUGIN_MODULES if shipped else ():
         importlib.import_module(module)
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         label = f"{entry.name} ({entry.value}, entry point {ENTRY_POINT_GROUP})"
