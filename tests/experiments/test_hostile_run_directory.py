@@ -226,7 +226,7 @@ def test_the_run_directory_itself_may_be_a_link(copy, tmp_path):
 
 # ------------------------------------------------------------------ G7, G8: a failed start removes only its own
 def _failing_build(action):
-    def build(config):
+    def build(plan):
         action()
         raise RuntimeError("no environment today")
 
@@ -241,7 +241,7 @@ def test_a_failed_start_keeps_a_run_that_started_inside_the_folder_it_created(tm
         other.mkdir(parents=True)
         (other / "config.yaml").write_text("steps: 1\n")
 
-    monkeypatch.setattr("redqueen.experiments.build.build_environment", _failing_build(other_run_starts))
+    monkeypatch.setattr("redqueen.experiments.build.EnvironmentPlan.build", _failing_build(other_run_starts))
     with pytest.raises(RuntimeError, match="no environment today"):
         start_run(load_config("surrogate", SETTINGS), shared / "mine" / "run", plots=False)
     assert (other / "config.yaml").read_text() == "steps: 1\n"
@@ -249,7 +249,7 @@ def test_a_failed_start_keeps_a_run_that_started_inside_the_folder_it_created(tm
 
 
 def test_a_failed_start_removes_the_folders_it_created_when_nothing_else_is_there(tmp_path, monkeypatch):
-    monkeypatch.setattr("redqueen.experiments.build.build_environment", _failing_build(lambda: None))
+    monkeypatch.setattr("redqueen.experiments.build.EnvironmentPlan.build", _failing_build(lambda: None))
     with pytest.raises(RuntimeError):
         start_run(load_config("surrogate", SETTINGS), tmp_path / "a" / "b" / "run", plots=False)
     assert list(tmp_path.iterdir()) == []
@@ -276,12 +276,12 @@ def test_a_failing_clean_up_still_removes_the_staging_folder(tmp_path, monkeypat
 
     out = tmp_path / "run"
 
-    def build(config):
+    def build(plan):
         out.mkdir()
         (out / "someone-elses").write_text("x")  # the target is no longer empty: the rename fails
         return Env()
 
-    monkeypatch.setattr("redqueen.experiments.build.build_environment", build)
+    monkeypatch.setattr("redqueen.experiments.build.EnvironmentPlan.build", build)
     with pytest.raises(OSError):
         start_run(load_config("surrogate", SETTINGS), out, plots=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
@@ -297,11 +297,11 @@ def test_sigterm_during_start_up_leaves_no_staging_folder(tmp_path):
         from redqueen.experiments.config import load_config
         from redqueen.experiments.launch import start_run
 
-        def slow(config):
+        def slow(plan):
             open({str(tmp_path / "building")!r}, "w").close()
             time.sleep(60)
 
-        build.build_environment = slow
+        build.EnvironmentPlan.build = slow
         start_run(load_config("surrogate", []), {str(tmp_path / "out" / "run")!r})
         """
     )
@@ -353,11 +353,17 @@ def test_an_operator_that_returns_nan_factors_is_named_and_nothing_is_exported(t
         "    return child\n"
     )
     out = tmp_path / "run"
-    result = cli.invoke(
-        app,
-        ["run", "surrogate", "--out", str(out), "--no-plots", "--plugin", str(plugin), *SET_ARGS,
-         "--set", "evolution.operators={nan_noise: 1.0}"],
-    )
+    from redqueen.evo.operators import MUTATIONS
+
+    try:
+        result = cli.invoke(
+            app,
+            ["run", "surrogate", "--out", str(out), "--no-plots", "--plugin", str(plugin), *SET_ARGS,
+             "--set", "evolution.operators={nan_noise: 1.0}"],
+        )
+    finally:
+        if "nan_noise" in MUTATIONS:  # the plug-in's mutation leaves with it
+            MUTATIONS.unregister("nan_noise")
     assert result.exit_code == 2, result.output
     line = _error_line(result)
     assert "nan_noise" in line and "non-finite" in line

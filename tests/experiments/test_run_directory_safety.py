@@ -268,19 +268,19 @@ def test_a_full_disk_stops_the_run_with_one_line_and_resume_is_exact(
 ):
     import typer
 
-    from redqueen.experiments import rundir
+    from redqueen.experiments import _run_logs
     from redqueen.experiments.cli import _drive
 
     out = tmp_path / "full"
     runner = start_run(load_config("surrogate", SETTINGS), out, plots=False)
-    real_open = rundir.open_in
+    real_open = _run_logs.open_in
 
     def full_disk(root, rel, flags, mode=0o644):  # every write to metrics.jsonl fails with ENOSPC
         if str(rel) == "metrics.jsonl" and flags & os.O_APPEND:
             return os.open("/dev/full", os.O_WRONLY)
         return real_open(root, rel, flags, mode)
 
-    monkeypatch.setattr(rundir, "open_in", full_disk)
+    monkeypatch.setattr(_run_logs, "open_in", full_disk)
     with pytest.raises(typer.Exit) as stopped:
         _drive(runner)
     assert stopped.value.exit_code == 2

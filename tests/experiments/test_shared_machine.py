@@ -59,13 +59,13 @@ def test_first_line_before_the_model_loads_and_last_line_names_the_plots(tmp_pat
 
     monkeypatch.setattr(monitor, "tensorboard_available", lambda: False)
     seen_before_build: list[str] = []
-    real_build = build.build_environment
+    real_build = build.EnvironmentPlan.build
 
-    def build_and_look(cfg):
+    def build_and_look(plan):
         seen_before_build.append(capsys.readouterr().out)
-        return real_build(cfg)
+        return real_build(plan)
 
-    monkeypatch.setattr(build, "build_environment", build_and_look)
+    monkeypatch.setattr(build.EnvironmentPlan, "build", build_and_look)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exit_:
         main(["run", "surrogate", "--out", str(out), "--set", "logging.tensorboard=null", *SMALL])
