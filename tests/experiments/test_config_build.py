@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import re
 from types import SimpleNamespace
 
+import pytest
 from pydantic import Field
 
 from redqueen.experiments._wiring import arguments, inputs, keys_read

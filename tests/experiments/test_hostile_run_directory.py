@@ -22,8 +22,8 @@ from redqueen.experiments._safe_paths import check_member_id
 from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.cli import app
 from redqueen.experiments.config import ConfigError, load_config
-from redqueen.experiments.rundir import RunDirectory
 from redqueen.experiments.launch import start_run
+from redqueen.experiments.rundir import RunDirectory
 from redqueen.experiments.snapshots import read_snapshots
 
 SETTINGS = [

@@ -21,8 +21,8 @@ import pytest
 from redqueen.evo import Lineage
 from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.config import load_config
-from redqueen.experiments.rundir import RunDirectory
 from redqueen.experiments.launch import resume_run, start_run
+from redqueen.experiments.rundir import RunDirectory
 
 SETTINGS = [
     "steps=12",

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from redqueen.experiments.checkpoint import CheckpointError, latest_checkpoint, save_checkpoint
 from redqueen.experiments.cli import app
 from redqueen.experiments.config import load_config
-from redqueen.experiments.rundir import RunDirectory, RunDirectoryBusyError, RunLock, writer_active
 from redqueen.experiments.launch import resume_run, start_run
+from redqueen.experiments.rundir import RunDirectory, RunDirectoryBusyError, RunLock, writer_active
 
 SETTINGS = [
     "steps=8",

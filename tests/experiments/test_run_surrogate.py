@@ -17,8 +17,8 @@ from redqueen.evo import Lineage
 from redqueen.experiments.checkpoint import latest_checkpoint
 from redqueen.experiments.cli import app
 from redqueen.experiments.config import load_config
-from redqueen.experiments.rundir import RunDirectory
 from redqueen.experiments.launch import start_run
+from redqueen.experiments.rundir import RunDirectory
 
 STEPS = 8
 SETTINGS = [
