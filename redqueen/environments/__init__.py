@@ -14,7 +14,8 @@
   :class:`CodeSettings`; :func:`make_domain`; a domain's records :class:`Rejected` and
   :class:`TaskMeasures`, :data:`ANSWER_STATUSES`, :func:`difficulty_bin`; :func:`domain_name`,
   :func:`summary_column` (``domain/<name>/<key>`` in ``metrics.jsonl``), the optional state hook
-  :func:`save_domain_state` / :func:`load_domain_state`; :class:`PlayedTask`,
+  :func:`save_domain_state` / :func:`load_domain_state`; :class:`HeldOutDomain`, a domain with a
+  fixed held-out task set (``environment.heldout_every``); :class:`PlayedTask`,
   what happened to one task in a step (what :meth:`TaskDomain.behaviour_cell` reads).
 - :class:`GameSettings`: per-step budgets of both task-domain environments.
 - :class:`TaskBuffer`, :func:`task_signature`, :func:`complexity_score`: reference examples,
@@ -34,6 +35,7 @@ _EXPORTS = {
     "CodeSettings": "_code_domain",
     "ANSWER_STATUSES": "_domain",
     "DOMAINS": "_domain",
+    "HeldOutDomain": "_domain",
     "Rejected": "_domain",
     "TaskDomain": "_domain",
     "TaskMeasures": "_domain",
@@ -124,6 +126,7 @@ __all__ = [
     "Environment",
     "GameSettings",
     "GamesEnv",
+    "HeldOutDomain",
     "PlayedTask",
     "Rejected",
     "SelfPlayEnv",

@@ -9,11 +9,13 @@ the input/output pairs, judged on the hidden half. Prompts and parsing are those
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from redqueen.assets import tiny_coder_path
 from redqueen.environments._domain import DOMAINS, Rejected, TaskMeasures
 from redqueen.environments._instruments import MEASURE_KEYS, behaviour_cell, program_measures
 from redqueen.environments.task_buffer import IDENTITY_TRIPLET, complexity_score, task_signature
@@ -78,6 +80,7 @@ class CodeDomain:
     summary_keys: tuple[str, ...] = ("ast_nodes", "halstead_volume")
 
     def __init__(self, *, settings: CodeSettings | None = None) -> None:
+        self._heldout: list[CodeTask] = []
         self.settings = settings or CodeSettings()
 
     def seed_examples(self) -> Sequence[Triplet]:
@@ -142,6 +145,23 @@ class CodeDomain:
         """Radon and AST measures of the program; complexity is cyclomatic + log2(1 + volume)."""
         metrics = {k: float(v) for k, v in complexity(task.program).items()}
         return TaskMeasures(complexity_score(metrics), program_measures(task.program, metrics))
+
+    def heldout_tasks(self, n: int) -> list[tuple[str, CodeTask]]:
+        """``code_o`` tasks from the first ``n`` of the 700 held-out programs shipped with
+        ``tiny-coder`` (programs of its generator it never trained on), each on its first input
+        with the gold output stored beside it.
+
+        Raises:
+            FileNotFoundError: If the package was installed without its model files.
+        """
+        if len(self._heldout) < n:
+            path = tiny_coder_path() / "heldout.jsonl"
+            rows = [json.loads(line) for line in path.read_text().splitlines()[:n] if line.strip()]
+            self._heldout = [
+                make_task("code_o", row["program"], [row["inputs"][0]], [row["outputs"][0]])
+                for row in rows
+            ]
+        return [("code_o", task) for task in self._heldout[:n]]
 
     def behaviour_cell(self, played: PlayedTask) -> str | None:
         """Task type, program size, difficulty and program features (see

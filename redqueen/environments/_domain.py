@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWER_STATUSES",
     "DOMAINS",
+    "HeldOutDomain",
     "Rejected",
     "TaskDomain",
     "TaskMeasures",
@@ -248,3 +249,13 @@ def make_domain(
         pydantic.ValidationError: If a parameter is unknown or out of range.
     """
     return DOMAINS[name](settings=domain_settings(name, params or {}))  # type: ignore[call-arg]
+
+
+@runtime_checkable
+class HeldOutDomain(Protocol):
+    """A domain with a fixed held-out task set, never proposed or trained on, on which solvers
+    and the frozen base model can be compared (``environment.heldout_every``)."""
+
+    def heldout_tasks(self, n: int) -> Sequence[tuple[str, object]]:
+        """The first ``n`` ``(task type, task)`` pairs of the held-out set, the same every call."""
+        ...

@@ -27,6 +27,7 @@ from redqueen.environments._domain import (
     summary_column,
 )
 from redqueen.environments._game_stats import base_lift, match_outcomes, step_metrics, task_rows
+from redqueen.environments._heldout import HeldOutProbe
 from redqueen.environments._league_view import LeagueView
 from redqueen.environments._member_stats import MemberStats
 from redqueen.environments._round import (
@@ -87,6 +88,8 @@ class RoundEnv(LeagueView, Environment):
     adapters: AdapterSync
     #: Members' smoothed statistics, written onto them as objectives, cases and descriptors.
     stats: MemberStats
+    #: The solvers and the base model on the domain's held-out tasks (``heldout_every``).
+    heldout: HeldOutProbe
     #: Signatures of the valid tasks proposed so far.
     signatures: set[str]
     py_rng: random.Random
@@ -99,6 +102,8 @@ class RoundEnv(LeagueView, Environment):
     pool_across_adapters: ClassVar[bool] = True
     #: Whether members carry ratings.
     rated: ClassVar[bool] = True
+    #: The role whose members answer the held-out tasks (:attr:`heldout`).
+    solver_role: ClassVar[str] = "student"
     #: One task buffer per proposer (independent agents) instead of one shared buffer.
     per_member_buffers: ClassVar[bool] = False
     #: PFSP matchmaking of the league (``None``: the league's pairing of its roles).
@@ -192,6 +197,7 @@ class RoundEnv(LeagueView, Environment):
         self.base_model_path = str(self.host.model_path)
         self.adapters = AdapterSync(self.host, self.learner)
         self.stats = MemberStats(self.settings.task_types)
+        self.heldout = HeldOutProbe(self.domain, self.settings)
         self.league.add_listener(self.adapters)
         self.league.add_listener(self.stats)
         self.league.trained, self.league.describer = self.adapters, self.stats
@@ -311,6 +317,9 @@ class RoundEnv(LeagueView, Environment):
         metrics["learner_skipped"] = float(sum(s.skipped for s in settled.values()))
         metrics.update(learning_metrics(played, settled))
         metrics.update(self._task_space_metrics(played))
+        if self.heldout.due(step):
+            solvers = [ind.id for ind in self.population.members(self.solver_role)]
+            metrics.update(self.heldout.measure(self.host, self._sandbox(), solvers))
         self.step_count += 1
         metrics["seconds"] = time.perf_counter() - start
         for phase, seconds in self.phase_seconds.items():

@@ -41,6 +41,7 @@ class SelfPlayEnv(RoundEnv):
 
     roles: ClassVar[tuple[str, ...]] = ROLES
     rated: ClassVar[bool] = False
+    solver_role: ClassVar[str] = "solo"
     per_member_buffers: ClassVar[bool] = True
     #: Solo agents are independent: small whitening groups pool within the agent only.
     pool_across_adapters: ClassVar[bool] = False

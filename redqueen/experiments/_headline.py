@@ -5,12 +5,13 @@ the conservative rating ``mu - 3 sigma`` climbs as sigma shrinks whatever anyone
 are relative and inflate, so they are shown as such. The headline of a run is an objective
 measure, the first of :data:`HEADLINE_METRICS` it logs:
 
-- ``heldout_lift`` (surrogate): the students' mean solve rate on a fixed held-out task set minus
-  the frozen base model's on the same set.
+- ``heldout_lift`` (surrogate, and code runs with ``environment.heldout_every``, as ``tiny``
+  sets): the students' mean solve rate on a fixed held-out task set minus the frozen base
+  model's on the same set.
 - ``objective_skill`` (surrogate games): the game's ground-truth skill of the students.
-- ``base_lift`` (code runs): the students' solve rate minus the frozen base model's on the same
-  tasks of the step (the difficulty probe, ``environment.base_probe_answers``); a held-out
-  benchmark is ``redqueen eval``.
+- ``base_lift`` (code runs without a held-out probe): the students' solve rate minus the
+  frozen base model's on the same tasks of the step (the difficulty probe,
+  ``environment.base_probe_answers``); a larger held-out benchmark is ``redqueen eval``.
 
 This module imports nothing heavy: the progress line and ``compare`` both use it.
 """

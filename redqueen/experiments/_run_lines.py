@@ -28,7 +28,7 @@ from rich.progress import (
 from rich.text import Text
 
 from redqueen.experiments._display import shown
-from redqueen.experiments._headline import progress_stats
+from redqueen.experiments._headline import HEADLINE_METRICS, progress_stats
 from redqueen.experiments.plugins import one_line
 
 if TYPE_CHECKING:
@@ -101,8 +101,11 @@ def live_progress(console: Console, runner: Runner) -> tuple[Progress, Callable[
     )
     started, first_step = time.perf_counter(), runner.step_count
 
+    latest: dict[str, object] = {}  # a headline logged every few steps stays on the line
+
     def on_step(record: StepRecord, current: Runner) -> None:
-        stats = progress_stats(current.last_metrics)
+        latest.update({k: v for k, v in current.last_metrics.items() if k in HEADLINE_METRICS})
+        stats = progress_stats({**current.last_metrics, **latest})
         mean_step = (time.perf_counter() - started) / max(1, current.step_count - first_step)
         progress.update(task, completed=current.step_count, stats=stats, mean_step=mean_step)
 

@@ -118,6 +118,12 @@ class GameSettings(MatchSettings):
         base_probe_answers: Answers the frozen base model samples per valid task to measure its
             solve rate (``base_solve_rate`` in ``tasks.jsonl``, a difficulty probe independent
             of the population); ``0`` turns the probe off.
+        heldout_every: Every this many steps, the solvers and the frozen base model answer a
+            fixed held-out task set of the domain, greedy, and the run logs
+            ``heldout_solve_rate``, ``base_heldout_solve_rate`` and their difference
+            ``heldout_lift``, an objective measure of progress; ``0`` never (a domain without a
+            held-out set logs none).
+        heldout_tasks: Size of that held-out set.
         teacher_reward: Reward of a proposed task.
         student_reward: Reward of an answer.
         executor: The verifier's sandbox.
@@ -129,6 +135,8 @@ class GameSettings(MatchSettings):
     propose_max_new_tokens: int = Field(128, ge=1, le=1_000_000)
     solve_max_new_tokens: int = Field(96, ge=1, le=1_000_000)
     base_probe_answers: int = Field(2, ge=0, le=10_000)
+    heldout_every: int = Field(0, ge=0, le=100_000_000)
+    heldout_tasks: int = Field(32, ge=1, le=100_000)
     teacher_reward: TeacherRewardSettings = TeacherRewardSettings()
     student_reward: StudentRewardSettings = StudentRewardSettings()
     executor: ExecutorSettings = ExecutorSettings()
