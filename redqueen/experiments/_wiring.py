@@ -13,7 +13,10 @@ Every keyword parameter of an environment's constructor says what it takes by it
   ``environment.options`` validated by that model;
 - any other parameter keeps its default (a parameter without one is an error).
 
-``**kwargs`` typed ``Unpack[SomeTypedDict]`` count as the typed dict's keys. What an
+``**kwargs`` typed ``Unpack[SomeTypedDict]`` count as the typed dict's keys. Annotations are
+read in the module that defines the constructor, so a settings class must be imported there at
+run time (one imported under ``TYPE_CHECKING`` only is not seen, and its parameter keeps its
+default). What an
 environment reads (:func:`keys_read`) follows from the same parameters, so a configuration key
 that nothing reads is an error at load, and a new environment needs no edit here.
 """
