@@ -16,12 +16,15 @@ weights are present):
 The training corpora are rebuilt, not stored: tiny-coder's from its generator as it was when
 the model was made (commit ``4c82463``, read from the project's history; the rebuild must
 reproduce the 700 held-out programs shipped beside the model exactly), gpu-tiny-coder's from
-the splits of mini-coder's corpus (``python -m redqueen.tinycoder.splits --out DIR``, seed 0;
-the training split's level counts must equal its ``training.json``'s).
+the splits of mini-coder's corpus (``redqueen.tinycoder.splits``, seed 0; the training split's
+level counts must equal its ``training.json``'s). That corpus was built before the hand-written
+set existed, so the rebuild must not drop the set's canonical forms as corpus builds now do:
+with them dropped the stream shifts and the level counts differ by a few programs.
 
 Usage::
 
-    python -m redqueen.tinycoder.splits --out /tmp/mini-corpus --workers 1    # about 30 min
+    python -c "import redqueen.tinycoder.corpus as c, redqueen.tinycoder.splits as s; \\
+        c.handwritten_keys = frozenset; s.main()" --out /tmp/mini-corpus --workers 1  # 15-30 min
     python benchmarks/handwritten.py --gpu-corpus /tmp/mini-corpus [--models tiny-coder ...]
 
 Writes ``benchmarks/results/handwritten.json``.
