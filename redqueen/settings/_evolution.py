@@ -95,10 +95,6 @@ class ReplacementConfig(Settings):
         """Whether the members are snapshotted after ``step`` (0-based)."""
         return self.snapshot_every > 0 and (step + 1) % self.snapshot_every == 0
 
-    def replacement(self) -> ReplacementConfig:
-        """This section itself (the configuration's ``evolution`` section is this class)."""
-        return self
-
 
 class MatchmakingSettings(Settings):
     """PFSP matchmaking (``matchmaking:``, :class:`redqueen.fitness.PFSPMatchmaker`).

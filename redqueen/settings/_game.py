@@ -141,10 +141,6 @@ class GameSettings(MatchSettings):
     student_reward: StudentRewardSettings = StudentRewardSettings()
     executor: ExecutorSettings = ExecutorSettings()
 
-    def game(self) -> GameSettings:
-        """Just these settings (a configuration section that extends them, without its extras)."""
-        return GameSettings(**{name: getattr(self, name) for name in GameSettings.model_fields})
-
     def for_domain(self, domain: HasTaskTypes) -> GameSettings:
         """These settings alone, their ``task_types`` checked against a domain's (empty: all).
 

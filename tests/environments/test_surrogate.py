@@ -106,7 +106,7 @@ def test_builds_from_the_surrogate_preset():
     env = build_environment(cfg)
     assert isinstance(env, SurrogateEnv)
     assert len(env.population.members("teacher")) == 2 and env.replacement.selection == cfg.evolution.selection
-    assert env.replacement == cfg.evolution.replacement() and env.matchmaker.hall_of_fame_share == 0.4
+    assert env.replacement == cfg.evolution and env.matchmaker.hall_of_fame_share == 0.4
     assert np.isfinite(env.step().metrics["solve_rate"])
 
 

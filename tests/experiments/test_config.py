@@ -160,7 +160,7 @@ def test_one_replacement_schema():
 
     assert ExperimentConfig.model_fields["evolution"].annotation is ReplacementConfig
     assert ExperimentConfig().evolution == ReplacementConfig()
-    built = load_config("tiny", ["evolution.newborn=parents", "evolution.grace=2"]).evolution.replacement()
+    built = load_config("tiny", ["evolution.newborn=parents", "evolution.grace=2"]).evolution
     assert built.newborn == "parents" and built.grace == 2 and built.replace_every == 3  # the preset's
 
 
