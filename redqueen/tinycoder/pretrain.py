@@ -25,6 +25,11 @@ step, data position) and running the same command again resumes exactly where it
 chunks (e.g. of <= 10 minutes) across jobs; creating the file ``DIR-checkpoint/STOP`` does the
 same from outside, at the next step. On the CPU, bf16 autocast is used only where a
 quick matmul probe finds it faster than float32 (``--autocast auto``).
+
+``--init-from DIR`` continues pretraining an existing model folder instead of starting from
+nothing: its weights (in float32) and its tokenizer are the starting point, steps (1)-(2) and
+(4)-(8) are as above (for instance on splits built with ``--idiom-share`` and ``--exclude``
+the model's own held-out programs, so its held-out rates stay comparable).
 """
 
 from __future__ import annotations
@@ -92,6 +97,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--heldout", type=int, help="in-distribution held-out programs")
     p.add_argument("--ood", type=int, help="out-of-distribution programs")
     p.add_argument("--size", choices=sorted(SIZES), help="model size")
+    p.add_argument(
+        "--init-from",
+        type=Path,
+        help="continue pretraining this model folder (its weights, tokenizer and size)",
+    )
     p.add_argument("--device", help="cpu or cuda")
     p.add_argument("--epochs", type=int, choices=(1, 2), help="passes over the corpus (at most 2)")
     p.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
@@ -150,6 +160,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             p.error(f"--{flag.replace('_', '-')} must be in [0, 1], got {getattr(args, flag)}")
     if args.rates_batch_size < 1:
         p.error(f"--rates-batch-size must be >= 1, got {args.rates_batch_size}")
+    if args.init_from is not None:
+        if not (args.init_from / "config.json").is_file():
+            p.exit(2, f"error: --init-from {args.init_from}: no config.json, not a model folder\n")
+        # The model and its tokenizer come from the folder; the size names where it came from.
+        args.size = f"from {args.init_from.name}"
     return args
 
 
@@ -200,16 +215,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
     )
 
     # 4. Model and training (resumed from the checkpoint when there is one).
-    config = tiny_coder_config(
-        vocab_size=len(tokenizer),
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        max_position_embeddings=args.seq_len,
-        **SIZES[args.size],
-    )
-    model = LlamaForCausalLM(config).to(args.device)
+    model = _initial_model(args, tokenizer).to(args.device)
     summary.update(size=args.size, parameters=sum(p.numel() for p in model.parameters()))
+    if args.init_from is not None:
+        summary["init_from"] = str(args.init_from)
     if args.autocast == "auto":
         bf16 = device.type == "cuda" or bf16_is_faster(args.cpu_threads)
     else:
@@ -310,14 +319,46 @@ def _corpus_splits(args: argparse.Namespace, t_start: float) -> tuple[CorpusSpli
         return splits, round(time.time() - t_start, 1)
 
 
+def _initial_model(
+    args: argparse.Namespace, tokenizer: PreTrainedTokenizerFast
+) -> LlamaForCausalLM:
+    """A fresh model of ``--size``, or the ``--init-from`` model in float32 (continued
+    pretraining; a checkpoint of this run replaces its weights when training resumes)."""
+    if args.init_from is None:
+        config = tiny_coder_config(
+            vocab_size=len(tokenizer),
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+            max_position_embeddings=args.seq_len,
+            **SIZES[args.size],
+        )
+        return LlamaForCausalLM(config)
+    model = LlamaForCausalLM.from_pretrained(args.init_from).float()
+    context = model.config.max_position_embeddings
+    if context < args.seq_len:
+        print(
+            f"error: --init-from {args.init_from} reads {context} positions, "
+            f"shorter than --seq-len {args.seq_len}",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return model
+
+
 def _tokenizer(data: _Data, work: Path) -> PreTrainedTokenizerFast:
-    """The run's tokenizer: trained once on the first documents, kept in the checkpoint folder."""
+    """The run's tokenizer: trained once on the first documents (or, with ``--init-from``,
+    that model's own), kept in the checkpoint folder."""
+    from transformers import AutoTokenizer
+
     args = data.args
     tokenizer_dir = work / "tokenizer"
     if (tokenizer_dir / "tokenizer.json").is_file():
-        from transformers import AutoTokenizer
-
         return cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(tokenizer_dir))
+    if args.init_from is not None:
+        tokenizer = cast(PreTrainedTokenizerFast, AutoTokenizer.from_pretrained(args.init_from))
+        save_tokenizer(tokenizer, tokenizer_dir)
+        return tokenizer
     sample = data.render(data.splits.train[:_TOKENIZER_DOCS], args.seed)
     tokenizer = train_tokenizer(
         [c + t for c, t in sample], vocab_size=args.vocab_size, model_max_length=args.seq_len

@@ -1,6 +1,7 @@
 """The three corpus splits: training, in-distribution held-out, and out-of-distribution.
 
     python -m redqueen.tinycoder.splits --out DIR [--train 150000] [--heldout 2000] [--ood 1000]
+        [--idiom-share 0.5] [--exclude OTHER/heldout.jsonl]
 
 - ``train``: programs of :data:`~redqueen.tinycoder.programs.TRAIN_LEVELS`;
 - ``heldout``: programs from the same generator and levels whose canonical form is in no
@@ -22,6 +23,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,8 +105,10 @@ def build_splits(
     executor: ProgramRunner,
     progress: Callable[[str, int], None] | None = None,
     idiom_share: float = 0.0,
+    exclude: AbstractSet[bytes] = frozenset(),
 ) -> CorpusSplits:
-    """Build the three splits (see the module docstring); all depend only on ``seed``.
+    """Build the three splits (see the module docstring); all depend only on ``seed`` (and
+    ``exclude``).
 
     Args:
         n_train: Training programs.
@@ -115,6 +119,8 @@ def build_splits(
         progress: Called with a split name and its entries accepted so far.
         idiom_share: Share of the training and held-out candidates drawn from the idiom
             generator (:mod:`redqueen.tinycoder.idioms`, level 0); OOD stays the grammar's.
+        exclude: Canonical keys no split may hold (for instance another model's held-out
+            programs, so that a model trained on these splits can be scored on them).
     """
 
     def report(name: str) -> Callable[[int], None] | None:
@@ -127,6 +133,7 @@ def build_splits(
         levels=TRAIN_LEVELS,
         progress=report("train"),
         idiom_share=idiom_share,
+        exclude=exclude,
     )
     train, heldout = both[:n_train], both[n_train:]
     ood = build_corpus(
@@ -134,7 +141,7 @@ def build_splits(
         seed=seed + 1,
         executor=executor,
         levels=(OOD_LEVEL,),
-        exclude={canonical_key(e.program) for e in both},
+        exclude={canonical_key(e.program) for e in both} | set(exclude),
         progress=report("ood"),
     )
     return CorpusSplits(train, heldout, ood)
@@ -149,6 +156,7 @@ def build_with_progress(
     workers: int | None,
     gold: str = "pool",
     idiom_share: float = 0.0,
+    exclude: AbstractSet[bytes] = frozenset(),
 ) -> CorpusSplits:
     """:func:`build_splits` with a progress bar.
 
@@ -185,6 +193,7 @@ def build_with_progress(
             executor=executor,
             progress=lambda name, done: bar.update(tasks[name], completed=done),
             idiom_share=idiom_share,
+            exclude=exclude,
         )
 
 
@@ -208,8 +217,21 @@ def main(argv: Sequence[str] | None = None) -> CorpusSplits:
         default=0.0,
         help="share of training and held-out candidates from the idiom generator (level 0)",
     )
+    parser.add_argument(
+        "--exclude",
+        type=Path,
+        action="append",
+        default=[],
+        help="a corpus .jsonl whose programs' canonical forms no split may hold (repeatable)",
+    )
     args = parser.parse_args(argv)
     start = time.time()
+    excluded: set[bytes] = set()
+    for path in args.exclude:
+        try:
+            excluded |= {canonical_key(e.program) for e in load_corpus(path)}
+        except (OSError, ValueError) as err:
+            parser.exit(2, f"error: --exclude {path}: {err}\n")
     splits = build_with_progress(
         args.train,
         args.heldout,
@@ -218,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> CorpusSplits:
         workers=args.workers,
         gold=args.gold,
         idiom_share=args.idiom_share,
+        exclude=frozenset(excluded),
     )
     splits.save(args.out)
     sizes = ", ".join(f"{name} {len(getattr(splits, name))}" for name in SPLITS)

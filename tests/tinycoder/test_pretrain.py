@@ -172,3 +172,26 @@ def test_card_compares_with_another_model_on_the_same_tasks(trained, tmp_path) -
     write_model_card(tmp_path, with_other)
     card = (tmp_path / "README.md").read_text()
     assert "## Side by side with old-coder" in card and "code_o (held out) | greedy pass@1" in card
+
+
+def test_continued_pretraining_starts_from_the_folder(trained, small_splits, tmp_path) -> None:
+    base, _ = trained
+    _, corpus = small_splits
+    common = ["--corpus", str(corpus), *SHORT, "--eval-n", "0", "--max-steps", "1", "--lr", "0"]
+    summary = pretrain(["--out", str(tmp_path / "c"), "--init-from", str(base), *common])
+    assert summary["init_from"] == str(base) and summary["size"] == f"from {base.name}"
+    # At learning rate 0 the weights are the folder's (stored in bf16 both times).
+    a = AutoModelForCausalLM.from_pretrained(base).state_dict()
+    b = AutoModelForCausalLM.from_pretrained(tmp_path / "c").state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert AutoTokenizer.from_pretrained(tmp_path / "c").get_vocab() == (
+        AutoTokenizer.from_pretrained(base).get_vocab()
+    )
+
+
+def test_init_from_a_folder_without_a_model_is_one_line(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--out", str(tmp_path / "m"), "--init-from", str(tmp_path)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "config.json" in err[0]

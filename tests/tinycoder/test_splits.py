@@ -9,7 +9,8 @@ import pytest
 from redqueen.tinycoder import OOD_LEVEL, TRAIN_LEVELS
 from redqueen.tinycoder.canonical import canonical_key
 from redqueen.tinycoder.corpus import CorpusEntry
-from redqueen.tinycoder.splits import load_splits, main, shared_forms
+from redqueen.tinycoder.splits import SPLITS, build_splits, load_splits, main, shared_forms
+from redqueen.verifiers import Executor
 
 
 def test_split_sizes_and_levels(small_splits) -> None:
@@ -64,3 +65,23 @@ def test_cli_help_and_missing_split(tmp_path, capsys) -> None:
     assert "--heldout" in capsys.readouterr().out
     with pytest.raises(FileNotFoundError, match="train.jsonl"):
         load_splits(tmp_path)
+
+
+def test_excluded_forms_are_in_no_split(small_splits) -> None:
+    splits, _ = small_splits
+    # The same seed draws the same stream: without the exclusion these would come first.
+    excluded = {canonical_key(e.program) for e in splits.train[:20]}
+    with Executor(workers=2) as executor:
+        again = build_splits(
+            n_train=20, n_heldout=5, n_ood=2, seed=11, executor=executor, exclude=excluded
+        )
+    kept = {canonical_key(e.program) for name in SPLITS for e in getattr(again, name)}
+    assert len(kept) == 27 and not kept & excluded
+
+
+def test_cli_exclude_of_an_unreadable_corpus_is_one_line(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(tmp_path / "s"), "--exclude", str(tmp_path / "none.jsonl")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "none.jsonl" in err[0]
