@@ -8,7 +8,6 @@ adapter is a handful of batched calls. Inner products and distances live in ``_d
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,13 +18,10 @@ from torch import Tensor
 from redqueen.genomes._genome import LoRAGenome
 
 #: Factorisation used by :func:`lowrank_svd`: Householder QR of the stacked factors, or the
-#: Cholesky/eigen-decomposition of their Gram matrices (float64 sums of matrix products), or
+#: Cholesky/eigen-decomposition of their float64 Gram matrices (mostly matrix products), or
 #: ``"auto"``: QR on the CPU, Gram on a GPU, where it measured fastest and most accurate
 #: (benchmarks/README.md, "Operators").
 METHODS = ("auto", "qr", "gram")
-
-#: Most rows of float32 factors in one product of :func:`_gram`; the products are summed in float64.
-_GRAM_CHUNK = 512
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -56,8 +52,8 @@ def lowrank_svd(
         a: ``(..., k, in)`` right factors.
         rank: Keep only the top ``rank`` triplets (default: all ``p = min(k, out, in)``).
         method: ``"qr"`` (Householder QR of the stacked factors), ``"gram"`` (Cholesky or
-            eigen-decomposition of the Gram matrices ``b^T b`` and ``a a^T``, float64 sums of
-            matrix products: see :func:`_gram`) or ``"auto"`` (QR on the CPU, Gram on a GPU).
+            eigen-decomposition of the float64 Gram matrices ``b^T b`` and ``a a^T``: mostly matrix
+            products) or ``"auto"`` (QR on the CPU, Gram on a GPU).
         small_on_cpu: Run the small ``k x k`` decompositions on the CPU, split over threads,
             when the factors live on a GPU, where batched eigen/SVD solvers of matrices larger
             than 32 x 32 run one matrix at a time. Default (None): yes.
@@ -106,8 +102,9 @@ def lowrank_svd_many(
             prepared.append((qb, qa))
             smalls.append((rb @ ra.mT,))
         else:
+            b64, a64 = b.to(torch.float64), a.to(torch.float64)
             prepared.append((b, a))
-            smalls.append((_gram(b), _gram(a.mT)))
+            smalls.append((b64.mT @ b64, a64 @ a64.mT))
     offload = small_on_cpu and on_gpu
     solved = _solve_small(_core_svd if method == "qr" else _gram_core, smalls, offload)
     out = []
@@ -120,43 +117,6 @@ def lowrank_svd_many(
             u, v = left @ x[..., :q].to(dtype), right.mT @ y[..., :q].to(dtype)
         out.append((*_fix_signs(u, v), s[..., :q].to(u.dtype)))
     return [(u, s, v) for u, v, s in out]
-
-
-def _gram(rows: Tensor) -> Tensor:
-    """``rows^T rows`` of ``(..., n, k)`` factors as a float64 ``(..., k, k)`` matrix.
-
-    float64 factors are multiplied as they are. float32 factors are multiplied in float32, in
-    chunks of at most :data:`_GRAM_CHUNK` rows whose ``k x k`` products are summed in float64:
-    no float32 sum runs longer than a chunk, so the result keeps float32 precision (~1e-7) for
-    any ``n`` and any order in which a device accumulates a product. The factors used to be
-    converted to float64 whole; a profile of the 7B merge on an H100 put the GPU's time in
-    those copies and in the device-to-host copy that waited for them, all for ``k x k`` results
-    (benchmarks/README.md, "Operators").
-
-    The price: directions of the factors with singular values below ~3e-4 of the largest are
-    not resolved. Merging independent parents lands 5e-7 from the float64 reference (3e-7 with
-    float64 Gram matrices), two parents 1e-3 apart 1.8e-5 (3e-7).
-    """
-    if rows.dtype == torch.float64:
-        return rows.mT @ rows
-    n, k = rows.shape[-2:]
-    chunks = _gram_chunks(n)
-    size = -(-n // chunks)
-    if size * chunks != n:  # zero rows add nothing to the Gram matrix
-        rows = torch.nn.functional.pad(rows, (0, 0, 0, size * chunks - n))
-    parts = rows.reshape(*rows.shape[:-2], chunks, size, k)  # a view of row-contiguous stacks
-    return (parts.mT @ parts).sum(-3, dtype=torch.float64)
-
-
-def _gram_chunks(n: int) -> int:
-    """Number of row chunks :func:`_gram` splits ``n`` rows into.
-
-    The fewest equal chunks of at most :data:`_GRAM_CHUNK` rows (and about half that at least)
-    when ``n`` divides so, else the fewest, zero-padded. Widths of language-model modules divide
-    (3584 = 7 x 512, 4864 = 16 x 304), so their stacks split without a copy.
-    """
-    fewest = max(1, -(-n // _GRAM_CHUNK))
-    return next((m for m in range(fewest, 2 * fewest) if n % m == 0), fewest)
 
 
 def _fix_signs(u: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
@@ -198,18 +158,10 @@ _POOL: ThreadPoolExecutor | None = None
 
 
 def _on_cpu(fn: Callable[..., tuple[Tensor, ...]], *xs: Tensor) -> tuple[Tensor, ...]:
-    """Apply a batched small-matrix ``fn`` on the CPU, chunks in parallel threads, results back.
-
-    One copy each way: inputs of one shape travel stacked (the one wait for the device), and the
-    results return packed in one buffer, pinned on CUDA so that copy does not block the host.
-    """
+    """Apply a batched small-matrix ``fn`` on the CPU, chunks in parallel threads, results back."""
     global _POOL
     device, lead = xs[0].device, xs[0].shape[:-2]
-    flat = [x.reshape(-1, *x.shape[-2:]) for x in xs]
-    if len(flat) > 1 and len({(x.shape, x.dtype) for x in flat}) == 1:
-        flat = list(_to_host(torch.stack(flat)).unbind())
-    else:
-        flat = [_to_host(x) for x in flat]
+    flat = [x.reshape(-1, *x.shape[-2:]).to("cpu") for x in xs]
     workers = max(1, min(os.cpu_count() or 1, 16, flat[0].shape[0]))
     if workers == 1:
         parts = [fn(*flat)]
@@ -218,25 +170,8 @@ def _on_cpu(fn: Callable[..., tuple[Tensor, ...]], *xs: Tensor) -> tuple[Tensor,
             _POOL = ThreadPoolExecutor(max_workers=16)
         chunks = list(zip(*(x.chunk(workers) for x in flat), strict=True))
         parts = list(_POOL.map(lambda args: fn(*args), chunks))  # torch releases the GIL
-    # Straight into the one buffer that travels back.
-    shapes = [o.shape[1:] for o in parts[0]]
-    widths = [math.prod(shape) for shape in shapes]
-    pin = device.type == "cuda"
-    packed = torch.empty(flat[0].shape[0], sum(widths), dtype=parts[0][0].dtype, pin_memory=pin)
-    start = 0
-    for part in parts:
-        n = part[0].shape[0]
-        torch.cat([o.reshape(n, -1) for o in part], 1, out=packed[start : start + n])
-        start += n
-    back = packed.to(device, non_blocking=pin).split(widths, 1)
-    return tuple(x.reshape(*lead, *shape) for x, shape in zip(back, shapes, strict=True))
-
-
-def _to_host(x: Tensor) -> Tensor:
-    """``x`` on the CPU, through pinned memory from CUDA (a full-speed copy; it waits for ``x``)."""
-    if x.device.type != "cuda":
-        return x.to("cpu")
-    return torch.empty(x.shape, dtype=x.dtype, pin_memory=True).copy_(x)
+    outs = (torch.cat(pieces) for pieces in zip(*parts, strict=True))
+    return tuple(o.reshape(*lead, *o.shape[1:]).to(device) for o in outs)
 
 
 def _core_svd(core: Tensor) -> tuple[Tensor, Tensor, Tensor]:
