@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from redqueen.tinycoder.canonical import canonical_key
+from redqueen.tinycoder.compose import ComposedGenerator
 from redqueen.tinycoder.handwritten import handwritten_keys
 from redqueen.tinycoder.idioms import IdiomGenerator, IdiomProgram
 from redqueen.tinycoder.programs import TRAIN_LEVELS, GeneratedProgram, ProgramGenerator
@@ -91,7 +92,7 @@ def _distinct_inputs(
 
 
 def candidates(
-    seed: int, levels: Sequence[int], *, idiom_share: float = 0.0
+    seed: int, levels: Sequence[int], *, idiom_share: float = 0.0, composed_share: float = 0.0
 ) -> Iterator[tuple[GeneratedProgram | IdiomProgram, tuple[str, ...]]]:
     """The endless seeded stream of ``(program, inputs)`` candidates that :func:`build_corpus` reads.
 
@@ -99,20 +100,32 @@ def candidates(
     :data:`N_CODE_F_INPUTS` distinct inputs; nothing is run. With ``idiom_share`` > 0 that
     share of the candidates comes from :class:`~redqueen.tinycoder.idioms.IdiomGenerator`
     instead (level 0); at 0 the stream is exactly the grammar's, as before idioms existed.
+    Of those natural programs, ``composed_share`` are written by
+    :class:`~redqueen.tinycoder.compose.ComposedGenerator` (composed idioms) and the rest by
+    the templates; at 0 the stream is exactly what it was before composition existed.
 
     Raises:
-        ValueError: If ``idiom_share`` is outside [0, 1].
+        ValueError: If ``idiom_share`` or ``composed_share`` is outside [0, 1].
     """
-    if not 0.0 <= idiom_share <= 1.0:
-        raise ValueError(f"candidates: idiom_share must be in [0, 1], got {idiom_share}")
+    for name, share in (("idiom_share", idiom_share), ("composed_share", composed_share)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"candidates: {name} must be in [0, 1], got {share}")
     rng = random.Random(seed)
     generator = ProgramGenerator(rng=random.Random(rng.getrandbits(64)))
     idioms = IdiomGenerator(rng=random.Random(rng.getrandbits(64))) if idiom_share else None
+    composer = (
+        ComposedGenerator(rng=random.Random(rng.getrandbits(64)))
+        if idiom_share and composed_share
+        else None
+    )
     levels = list(levels)
     while True:
         program: GeneratedProgram | IdiomProgram
         if idioms is not None and rng.random() < idiom_share:
-            program = idioms.program()
+            if composer is not None and rng.random() < composed_share:
+                program = composer.program()
+            else:
+                program = idioms.program()
         else:
             program = generator.program(rng.choice(levels))
         yield program, _distinct_inputs(program, rng, N_CODE_F_INPUTS)
@@ -129,6 +142,7 @@ def build_corpus(
     max_source_chars: int = MAX_SOURCE_CHARS,
     progress: Callable[[int], None] | None = None,
     idiom_share: float = 0.0,
+    composed_share: float = 0.0,
 ) -> list[CorpusEntry]:
     """Generate ``n_programs`` valid, non-constant programs, distinct up to names and formatting.
 
@@ -153,11 +167,12 @@ def build_corpus(
         max_source_chars: Longest program kept (prompts must fit the model's context).
         progress: Called with the number of entries accepted so far after each batch.
         idiom_share: Share of candidates from the idiom generator (see :func:`candidates`).
+        composed_share: Share of those written by composition (see :func:`candidates`).
 
     Raises:
         RuntimeError: If far too few candidates pass (the generator or sandbox is broken).
     """
-    stream = candidates(seed, levels, idiom_share=idiom_share)
+    stream = candidates(seed, levels, idiom_share=idiom_share, composed_share=composed_share)
     held_out = handwritten_keys()
     entries: list[CorpusEntry] = []
     seen: set[bytes] = set()

@@ -1,7 +1,7 @@
 """The three corpus splits: training, in-distribution held-out, and out-of-distribution.
 
     python -m redqueen.tinycoder.splits --out DIR [--train 150000] [--heldout 2000] [--ood 1000]
-        [--idiom-share 0.5] [--exclude OTHER/heldout.jsonl]
+        [--idiom-share 0.5] [--composed-share 0.5] [--exclude OTHER/heldout.jsonl]
 
 - ``train``: programs of :data:`~redqueen.tinycoder.programs.TRAIN_LEVELS`;
 - ``heldout``: programs from the same generator and levels whose canonical form is in no
@@ -106,6 +106,7 @@ def build_splits(
     progress: Callable[[str, int], None] | None = None,
     idiom_share: float = 0.0,
     exclude: AbstractSet[bytes] = frozenset(),
+    composed_share: float = 0.0,
 ) -> CorpusSplits:
     """Build the three splits (see the module docstring); all depend only on ``seed`` (and
     ``exclude``).
@@ -119,6 +120,8 @@ def build_splits(
         progress: Called with a split name and its entries accepted so far.
         idiom_share: Share of the training and held-out candidates drawn from the idiom
             generator (:mod:`redqueen.tinycoder.idioms`, level 0); OOD stays the grammar's.
+        composed_share: Share of those idiom programs written by composition
+            (:mod:`redqueen.tinycoder.compose`) rather than by the templates.
         exclude: Canonical keys no split may hold (for instance another model's held-out
             programs, so that a model trained on these splits can be scored on them).
     """
@@ -133,6 +136,7 @@ def build_splits(
         levels=TRAIN_LEVELS,
         progress=report("train"),
         idiom_share=idiom_share,
+        composed_share=composed_share,
         exclude=exclude,
     )
     train, heldout = both[:n_train], both[n_train:]
@@ -157,6 +161,7 @@ def build_with_progress(
     gold: str = "pool",
     idiom_share: float = 0.0,
     exclude: AbstractSet[bytes] = frozenset(),
+    composed_share: float = 0.0,
 ) -> CorpusSplits:
     """:func:`build_splits` with a progress bar.
 
@@ -193,6 +198,7 @@ def build_with_progress(
             executor=executor,
             progress=lambda name, done: bar.update(tasks[name], completed=done),
             idiom_share=idiom_share,
+            composed_share=composed_share,
             exclude=exclude,
         )
 
@@ -218,6 +224,12 @@ def main(argv: Sequence[str] | None = None) -> CorpusSplits:
         help="share of training and held-out candidates from the idiom generator (level 0)",
     )
     parser.add_argument(
+        "--composed-share",
+        type=float,
+        default=0.0,
+        help="share of the idiom programs written by composition rather than by the templates",
+    )
+    parser.add_argument(
         "--exclude",
         type=Path,
         action="append",
@@ -225,6 +237,9 @@ def main(argv: Sequence[str] | None = None) -> CorpusSplits:
         help="a corpus .jsonl whose programs' canonical forms no split may hold (repeatable)",
     )
     args = parser.parse_args(argv)
+    for flag, share in (("--idiom-share", args.idiom_share), ("--composed-share", args.composed_share)):
+        if not 0.0 <= share <= 1.0:
+            parser.exit(2, f"error: {flag} must be in [0, 1], got {share}\n")
     start = time.time()
     excluded: set[bytes] = set()
     for path in args.exclude:
@@ -240,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> CorpusSplits:
         workers=args.workers,
         gold=args.gold,
         idiom_share=args.idiom_share,
+        composed_share=args.composed_share,
         exclude=frozenset(excluded),
     )
     splits.save(args.out)
