@@ -43,9 +43,11 @@ RESULTS = ROOT / "benchmarks" / "results"
 OUT = RESULTS / "continued_pretraining.json"
 TINY = ROOT / "redqueen" / "assets" / "tiny-coder"
 
-#: The arms of the plan (CONTINUED_PRETRAINING.md, "Recipe"): the idiom share of the corpus's
-#: candidates, its training programs and the epochs the token budget may span.
-ARMS = {"idioms": (0.9, 12_000, 2), "grammar": (0.0, 30_000, 1)}
+#: The arms of the plan (CONTINUED_PRETRAINING.md, "Recipe" and amendment (a)): the idiom share
+#: of the corpus's candidates, its training programs and the epochs the token budget may span.
+ARMS = {"idioms": (0.9, 12_000, 2), "grammar": (0.0, 30_000, 1), "composed": (0.6, 30_000, 2)}
+#: The share of an arm's idiom programs written by composition (``splits --composed-share``).
+COMPOSED_SHARE = {"composed": 0.75}
 HELDOUT, OOD = 1_000, 200
 CORPUS_SEED = 1
 TOKENS = 6_000_000
@@ -69,6 +71,14 @@ def _run(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1"))
 
 
+def _code_version() -> str:
+    """The checkout's commit, marked ``+changes`` when the package has uncommitted edits."""
+    git = ["git", "-C", str(ROOT)]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain", "redqueen"], capture_output=True, text=True)
+    return commit.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
 def build_corpus(folder: Path, arm: str) -> None:
     if (folder / "train.jsonl").is_file():
         return
@@ -78,6 +88,7 @@ def build_corpus(folder: Path, arm: str) -> None:
         "--train", str(train), "--heldout", str(HELDOUT), "--ood", str(OOD),
         "--seed", str(CORPUS_SEED), "--idiom-share", str(share),
         "--exclude", str(TINY / "heldout.jsonl"), "--workers", "1",
+        *(["--composed-share", str(COMPOSED_SHARE[arm])] if arm in COMPOSED_SHARE else []),
     ])  # fmt: skip
 
 
@@ -310,6 +321,8 @@ def main() -> None:
     ckpt = work / f"{model_dir.name}-checkpoint"
     saved = json.loads(OUT.read_text())["arms"] if OUT.is_file() else {}
     entry = saved.get(args.arm, {"idiom_share": ARMS[args.arm][0], "doses": {}})
+    entry.setdefault("composed_share", COMPOSED_SHARE.get(args.arm, 0.0))
+    entry.setdefault("code_version", _code_version())
     heldout = load_corpus(TINY / "heldout.jsonl")
     tokenizer = AutoTokenizer.from_pretrained(TINY)
     cmd = pretrain_command(model_dir, corpus, args.arm, args.threads)
@@ -373,6 +386,15 @@ def main() -> None:
         "valid_and_new": ours_fig["proposals"]["valid_and_new"] >= TARGETS["valid_and_new"],
         "loss_gap": gap["gap"] + 1.96 * gap["gap_se"] < TARGETS["loss_gap"],
     }
+    control = saved.get("grammar", {}).get("per_problem", {}).get("ours", {})
+    if args.arm != "grammar" and control:
+        # Amendment (a): the same 94 problems, greedy, against the grammar control's stored answers.
+        ours_hw = rows["ours"]["handwritten"]
+        entry["paired_vs_grammar"] = {
+            "handwritten": paired(
+                [ours_hw[i] for i in sorted(ours_hw)], [control["handwritten"][i] for i in sorted(ours_hw)]
+            )
+        }
     entry["decisions"] = {
         "reads_more_handwritten": entry["paired"]["handwritten"]["mcnemar_p"] < 0.05
         and entry["paired"]["handwritten"]["difference"] > 0,
