@@ -14,16 +14,21 @@ No model runs; the word list below is general vocabulary, written for this count
 
 Usage::
 
-    python benchmarks/tokenizer_words.py
+    python benchmarks/tokenizer_words.py [--corpus runs/base-models-gpu/corpus]
+
+With ``--corpus`` the tokenizer that ``pretrain --profile full`` would fit to those splits
+(same documents, seed and 2,048-token vocabulary) is measured beside the two shipped ones.
 
 Writes ``benchmarks/results/tokenizer_words.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import string
+import tempfile
 from pathlib import Path
 
 from transformers import AutoTokenizer
@@ -90,12 +95,36 @@ def measure(folder: Path) -> dict:
     }
 
 
+def fitted(corpus: Path, full_share: float, folder: Path) -> Path:
+    """The tokenizer ``pretrain --profile full --corpus CORPUS --full-share F`` fits (the same
+    documents, seed and vocabulary), saved in ``folder``."""
+    from redqueen.tinycoder._documents import _Data
+    from redqueen.tinycoder.pretrain import _tokenizer, parse_args
+    from redqueen.tinycoder.splits import load_splits
+
+    flags = ["--out", "unused", "--profile", "full", "--full-share", str(full_share)]
+    _tokenizer(_Data(load_splits(corpus), None, parse_args(flags), folder), folder)
+    return folder / "tokenizer"
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="also fit the tokenizer pretraining would fit to these splits, and measure it",
+    )
+    parser.add_argument("--full-share", type=float, default=0.6, help="for --corpus")
+    args = parser.parse_args()
     models = {
         "tiny-coder": tiny_coder_path(),
         "gpu-tiny-coder": RESULTS / "gpu_tiny_coder",
     }
-    result = {name: measure(folder) for name, folder in models.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.corpus is not None:
+            name = f"fitted to {args.corpus} (full-share {args.full_share})"
+            models[name] = fitted(args.corpus, args.full_share, Path(tmp))
+        result = {name: measure(folder) for name, folder in models.items()}
     out = RESULTS / "tokenizer_words.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
