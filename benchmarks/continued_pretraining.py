@@ -305,6 +305,8 @@ def main() -> None:
     if args.explore:
         entry = json.loads(OUT.read_text())["arms"][args.arm]
         entry["exploratory"] = explore(args.arm, args.workdir)
+        if args.arm == "composed":  # amendment (a) named this measure before the arm ran
+            entry["exploratory"]["note"] = "Pre-specified secondary endpoint of amendment (a)"
         save_arm(args.arm, entry)
         print(json.dumps(entry["exploratory"], indent=2))
         return
