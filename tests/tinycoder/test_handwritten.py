@@ -48,7 +48,9 @@ def test_the_corpus_builder_never_takes_a_hand_written_program(monkeypatch) -> N
     generator = ProgramGenerator(rng=random.Random(3))
     handwritten = load_handwritten()
 
-    def stream(seed: int, levels: Sequence[int], *, idiom_share: float = 0.0):
+    def stream(
+        seed: int, levels: Sequence[int], *, idiom_share: float = 0.0, composed_share: float = 0.0
+    ):
         rng = random.Random(seed)
         # Every hand-written program between generated ones, then generated ones only (the
         # recording runner never runs anything, so any two distinct inputs do).
