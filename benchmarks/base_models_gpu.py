@@ -38,7 +38,6 @@ import time
 from pathlib import Path
 
 import continued_pretraining as cp
-import numpy as np
 import torch
 from scipy import stats
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -61,7 +60,6 @@ CORPUS = {"seed": 0, "train": 100_000, "heldout": 2000, "ood": 1000, "idiom_shar
           "composed_share": 0.75}  # fmt: skip
 SMOKE_CORPUS = {**CORPUS, "train": 300, "heldout": 120, "ood": 20}
 HELDOUT_PROBLEMS = 256
-LOSS_BATCHES, LOSS_BATCH = 32, 8
 TARGETS = cp.TARGETS
 
 
@@ -121,43 +119,21 @@ def train(
     return folder
 
 
-@torch.no_grad()
 def loss_gap(
     model, tokenizer, corpus: Path, checkpoint: Path, full_share: float, smoke: bool
 ) -> dict:
     """Held-out minus training loss on the model's own documents (the training split's are the
-    run's first epoch as trained, cached in its checkpoint folder), with the standard error
-    over :data:`LOSS_BATCHES` batches of each split."""
+    run's first epoch as trained, cached in its checkpoint folder), with its standard error
+    (:func:`continued_pretraining.measure_gap`)."""
     from redqueen.tinycoder._documents import _Data
     from redqueen.tinycoder.pretrain import parse_args
     from redqueen.tinycoder.splits import load_splits
 
     flags = ["--out", "unused", "--full-share", str(full_share), "--seed", "0"]
     flags += ["--profile", "ci", "--seq-len", "256"] if smoke else ["--profile", "full"]
-    data = _Data(load_splits(corpus), tokenizer, parse_args(flags), checkpoint)
-    device = next(model.parameters()).device
-    per: dict[str, list[float]] = {}
-    for split in ("train", "heldout"):
-        ids, mask = data.held("heldout") if split == "heldout" else data.epoch(0)
-        losses = []
-        for b in range(LOSS_BATCHES):
-            batch = ids[b * LOSS_BATCH : (b + 1) * LOSS_BATCH].long().to(device)
-            m = mask[b * LOSS_BATCH : (b + 1) * LOSS_BATCH].to(device)
-            if len(batch) == 0:
-                break
-            losses.append(
-                model(input_ids=batch, labels=batch.masked_fill(m == 0, -100)).loss.item()
-            )
-        per[split] = losses
-    t, h = np.array(per["train"]), np.array(per["heldout"])
-    se = (
-        math.sqrt(t.var(ddof=1) / len(t) + h.var(ddof=1) / len(h))
-        if min(len(t), len(h)) > 1
-        else float("nan")
+    return cp.measure_gap(
+        model, _Data(load_splits(corpus), tokenizer, parse_args(flags), checkpoint)
     )
-    return {"train": round(float(t.mean()), 4), "heldout": round(float(h.mean()), 4),
-            "gap": round(float(h.mean() - t.mean()), 4), "gap_se": round(se, 4),
-            "batches": [len(t), len(h)]}  # fmt: skip
 
 
 def score(model, tokenizer, parts: dict, executor, known: set[bytes] | None, references=()) -> dict:

@@ -161,14 +161,22 @@ def loss_gap(model, tokenizer, corpus: Path, ckpt: Path) -> dict[str, float]:
     from redqueen.tinycoder.splits import load_splits
 
     args = parse_args(["--out", "unused", "--profile", "cpu", "--batch-size", str(BATCH)])
-    splits = load_splits(corpus)
-    data = _Data(splits, tokenizer, args, ckpt)
+    return measure_gap(model, _Data(load_splits(corpus), tokenizer, args, ckpt))
+
+
+@torch.no_grad()
+def measure_gap(model, data) -> dict[str, float]:
+    """Held-out minus training loss over :data:`LOSS_BATCHES` batches of :data:`BATCH`
+    sequences of each split of ``data`` (the training split's first epoch as trained), on the
+    model's device, with the standard error of the difference."""
+    device = next(model.parameters()).device
     per: dict[str, list[float]] = {}
     for name in ("train", "heldout"):
         ids, mask = data.held(name) if name == "heldout" else data.epoch(0)
         losses = []
         for b in range(LOSS_BATCHES):
-            batch, m = ids[b * BATCH : (b + 1) * BATCH].long(), mask[b * BATCH : (b + 1) * BATCH]
+            batch = ids[b * BATCH : (b + 1) * BATCH].long().to(device)
+            m = mask[b * BATCH : (b + 1) * BATCH].to(device)
             if len(batch) == 0:
                 break
             losses.append(
@@ -176,7 +184,8 @@ def loss_gap(model, tokenizer, corpus: Path, ckpt: Path) -> dict[str, float]:
             )
         per[name] = losses
     t, h = np.array(per["train"]), np.array(per["heldout"])
-    se = math.sqrt(t.var(ddof=1) / len(t) + h.var(ddof=1) / len(h))
+    enough = min(len(t), len(h)) > 1
+    se = math.sqrt(t.var(ddof=1) / len(t) + h.var(ddof=1) / len(h)) if enough else float("nan")
     return {
         "train": round(float(t.mean()), 4),
         "heldout": round(float(h.mean()), 4),
