@@ -30,10 +30,8 @@ from collections.abc import Callable
 from redqueen.tinycoder._vocabulary import CHARS, ITEMS, LOCALS, VOCABULARY, Draw
 from redqueen.tinycoder.idioms import IdiomProgram
 
-__all__ = ["TYPES", "ComposedGenerator"]
+__all__ = ["ComposedGenerator"]
 
-#: The value types of the grammar.
-TYPES = ("int", "str", "bool", "ints", "words", "counts")
 #: The parameter kinds of :func:`~redqueen.tinycoder._vocabulary.natural_value`, by type.
 _KINDS = {
     "int": ("int", "nat", "small"),
@@ -93,6 +91,7 @@ class _Writer:
         return name
 
     def literal(self, kind: str) -> str:
+        """A literal of ``kind`` (never ``bool``: :meth:`leaf` writes a test instead)."""
         d = self.d
         if kind == "int":
             return str(d.int(0, 12))
@@ -102,8 +101,6 @@ class _Writer:
                 if self.rng.random() < 0.7
                 else repr(self.rng.choice(string.ascii_lowercase))
             )
-        if kind == "bool":
-            return self.rng.choice(("True", "False"))
         if kind == "ints":
             return repr([d.int(0, 9) for _ in range(self.rng.randint(1, 4))])
         if kind == "words":
