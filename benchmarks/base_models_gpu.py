@@ -87,9 +87,16 @@ def unpack(work: Path) -> None:
 
 
 def train(
-    name: str, size: str, full_share: float, corpus: Path, scratch: Path, smoke: bool
+    name: str,
+    size: str,
+    full_share: float,
+    corpus: Path,
+    scratch: Path,
+    smoke: bool,
+    cpu_threads: int | None = None,
 ) -> Path:
-    """One model from nothing (resumable: the same command continues a stopped run)."""
+    """One model from nothing (resumable: the same command continues a stopped run); on the
+    CPU (``cpu_threads`` given, amendment (a)) with that many torch threads."""
     folder = scratch / name
     if (folder / "training.json").is_file():
         return folder
@@ -115,6 +122,8 @@ def train(
         cmd += ["--profile", "ci", "--size", "micro", "--max-steps", "4", "--seq-len", "256"]
     else:
         cmd += ["--profile", "full", "--size", size]
+    if cpu_threads is not None:
+        cmd += ["--device", "cpu", "--cpu-threads", str(cpu_threads)]
     cp._run(cmd)
     return folder
 
@@ -238,6 +247,11 @@ def main() -> None:
     parser.add_argument("--models-out", type=Path, help="copy each trained model folder here")
     parser.add_argument("--workers", type=int, help="sandbox workers (default: half the cores)")
     parser.add_argument("--only", action="append", help="train and score only these models")
+    parser.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto",
+        help="auto: the GPU where there is one (amendment (a): natural-tiny on the CPU)",
+    )  # fmt: skip
+    parser.add_argument("--cpu-threads", type=int, default=1, help="torch threads on the CPU")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     work = args.workdir / ("smoke" if args.smoke else "")
@@ -255,11 +269,13 @@ def main() -> None:
     from redqueen.tinycoder.splits import load_splits
     from redqueen.verifiers import Executor
 
-    device = "cuda" if torch.cuda.is_available() and not args.smoke else "cpu"
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() and not args.smoke else "cpu"
     if args.smoke:
         cp.PROPOSALS = 8  # a check of the path, not a result
     if device == "cpu":
-        torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+        torch.set_num_threads(args.cpu_threads)
     splits = load_splits(corpus)
     n_parts = 16 if args.smoke else HELDOUT_PROBLEMS
     parts = {
@@ -296,7 +312,8 @@ def main() -> None:
             if name in result["models"] or (args.only and name not in args.only):
                 continue
             t0 = time.time()
-            folder = train(name, size, full_share, corpus, scratch, args.smoke)
+            threads = args.cpu_threads if device == "cpu" and not args.smoke else None
+            folder = train(name, size, full_share, corpus, scratch, args.smoke, threads)
             model = AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
             tokenizer = AutoTokenizer.from_pretrained(folder)
             row = score(model, tokenizer, parts, executor, known, splits.heldout)
@@ -308,7 +325,7 @@ def main() -> None:
                 "training": {k: summary.get(k) for k in ("parameters", "steps", "tokens_seen",
                              "train_seconds", "tokens_per_second", "vocab_size", "loss", "device")},
                 "summary": summarise(row), "loss_gap": gap, "per_problem": row,
-                "seconds": round(time.time() - t0, 1),
+                "seconds": round(time.time() - t0, 1), "machine": result["machine"],
             }  # fmt: skip
             if args.models_out is not None:
                 result["models"][name]["weights"] = keep(folder, args.models_out)
