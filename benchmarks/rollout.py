@@ -264,6 +264,14 @@ def main(argv: list[str] | None = None) -> dict:
     if "dense_lora" in inspect.signature(BACKENDS["static"]).parameters:  # older code: neither
         segmented = BACKENDS["static"](host, dense_lora=False)
         compiled = BACKENDS["static"](host, compile_step=True)
+    # The per-row Triton kernel (Punica's BGMV) over the dense layout, where it can run.
+    fused = fused_compiled = None
+    if "fused_lora" in inspect.signature(BACKENDS["static"]).parameters:
+        from redqueen.engine.backends._lora_kernel import available as kernel_available
+
+        if kernel_available():
+            fused = BACKENDS["static"](host, fused_lora=True)
+            fused_compiled = BACKENDS["static"](host, fused_lora=True, compile_step=True)
     rng = torch.Generator().manual_seed(0)
     names = [f"a{i}" for i in range(n_adapters)]
     genomes = {
@@ -348,6 +356,15 @@ def main(argv: list[str] | None = None) -> dict:
         "static_compiled_no_adapter": lambda t: ours([None] * batch, prompts, t, compiled),
         f"static_compiled_mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t, compiled),
     }
+    if fused is not None:  # ahead of the long anchors: the kernel's question comes first
+        variants = {
+            **{k: variants[k] for k in list(variants)[:4]},
+            f"static_fused_mixed_{n_adapters}": lambda t: ours(mixed_rows, prompts, t, fused),
+            f"static_compiled_fused_mixed_{n_adapters}": (
+                lambda t: ours(mixed_rows, prompts, t, fused_compiled)
+            ),
+            **{k: variants[k] for k in list(variants)[4:]},
+        }
     if args.variants:
         unknown = set(args.variants) - set(variants)
         if unknown or "no_adapter" not in args.variants:
@@ -358,6 +375,19 @@ def main(argv: list[str] | None = None) -> dict:
     greedy_hf = [g.token_ids for g in host.backend.generate(prompts, mixed_rows, check)]
     greedy_static = [g.token_ids for g in static.generate(prompts, mixed_rows, check)]
     same_greedy = greedy_hf == greedy_static
+    fused_greedy = None
+    if fused is not None:
+        greedy_fused = [g.token_ids for g in fused.generate(prompts, mixed_rows, check)]
+        fused_greedy = {
+            "rows_identical_to_hf": sum(
+                a == b for a, b in zip(greedy_hf, greedy_fused, strict=True)
+            ),
+            "rows_identical_to_dense": sum(
+                a == b for a, b in zip(greedy_static, greedy_fused, strict=True)
+            ),
+            "rows": batch,
+        }
+        print(f"fused kernel greedy agreement (mixed batch): {fused_greedy}", flush=True)
     # Where they part: the first differing position per row (16 = the whole row agrees).
     # Random weights give near-flat logits, where bf16 rounding alone can flip an argmax.
     agree_to = [
@@ -448,6 +478,9 @@ def main(argv: list[str] | None = None) -> dict:
         hf = results.get("hf_generate_no_adapter")
         s_none = results.get("static_no_adapter")
         s_mixed = results.get(f"static_mixed_{n_adapters}")
+        s_fused = results.get(f"static_fused_mixed_{n_adapters}")
+        c_fused = results.get(f"static_compiled_fused_mixed_{n_adapters}")
+        c_none = results.get("static_compiled_no_adapter")
         report = {
             "benchmark": "rollout",
             "device": device_name,
@@ -503,6 +536,26 @@ def main(argv: list[str] | None = None) -> dict:
                 if s_mixed and s_none
                 else None
             ),
+            "fused_kernel": None
+            if fused is None
+            else {
+                "greedy": fused_greedy,
+                "static_fused_mixed_vs_static_no_adapter": (
+                    round(s_fused["tokens_per_s"] / s_none["tokens_per_s"], 3)
+                    if s_fused and s_none
+                    else None
+                ),
+                "static_fused_mixed_vs_static_mixed": (
+                    round(s_fused["tokens_per_s"] / s_mixed["tokens_per_s"], 3)
+                    if s_fused and s_mixed
+                    else None
+                ),
+                "static_compiled_fused_mixed_vs_static_compiled_no_adapter": (
+                    round(c_fused["tokens_per_s"] / c_none["tokens_per_s"], 3)
+                    if c_fused and c_none
+                    else None
+                ),
+            },
             "targets": {
                 "cuda_static_no_adapter_tokens_per_s": 30000,
                 "cuda_static_mixed_vs_static_no_adapter": 0.9,

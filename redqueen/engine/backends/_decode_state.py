@@ -115,7 +115,12 @@ class DecodeState:
     def static_routing(self, route: LoRARouting) -> LoRARouting:
         """Copy a LoRA routing into this state's fixed buffers for its shapes."""
         masks = route.masks or {}
-        key = (route.slots, route.seg, tuple(sorted((w, m.shape) for w, m in masks.items())))
+        key = (
+            route.slots,
+            route.seg,
+            tuple(sorted((w, m.shape) for w, m in masks.items())),
+            route.index is None,
+        )
         fixed = self._routes.get(key)
         if fixed is None:
             fixed = LoRARouting(
@@ -126,10 +131,13 @@ class DecodeState:
                 masks=None
                 if route.masks is None
                 else {w: torch.empty_like(m) for w, m in masks.items()},
+                index=None if route.index is None else torch.empty_like(route.index),
             )
             self._routes[key] = fixed
         fixed.gather.copy_(route.gather)
         fixed.scatter.copy_(route.scatter)
+        if route.index is not None:
+            fixed.index.copy_(route.index)  # type: ignore[union-attr]
         for w, m in masks.items():
             fixed.masks[w].copy_(m)  # type: ignore[index]
         return fixed

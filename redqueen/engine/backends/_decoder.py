@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from redqueen.engine._lora_layer import MultiLoRALinear
+from redqueen.engine.backends._lora_kernel import fused_lora
 from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
 from redqueen.engine.backends._supported import (
     SUPPORTED_MODEL_TYPES,
@@ -31,6 +32,7 @@ __all__ = [
     "UnsupportedModelError",
     "projection_groups",
 ]
+
 
 @dataclass
 class KVCache:
@@ -327,9 +329,16 @@ class StaticDecoder:
     # -- one layer -------------------------------------------------------------------------
 
     def _project(self, group: _Group, x: Tensor, route: LoRARouting | None) -> Tensor:
-        """One group's fused product, its adapters' deltas added (dense or segmented)."""
+        """One group's fused product, its adapters' deltas added (fused, dense or segmented)."""
         y = F.linear(x, group.weight, group.bias)
         if route is None or group.lora is None:
+            return y
+        if route.index is not None:  # the per-row kernel, each row through its own slot
+            a, b, ones = self.lora.kernel_factors(group.lora, route.slots)
+            index = route.index
+            if x.shape[1] != 1:  # a prefill: every position of a row goes through its slot
+                index = index[:, None].expand(x.shape[0], x.shape[1]).reshape(-1)
+            fused_lora(x.reshape(-1, x.shape[-1]), a, b, ones, index, out=y.view(-1, y.shape[-1]))
             return y
         if route.masks is not None:
             a, b = self.lora.dense_factors(group.lora, route.slots)  # (in, S*R), (S*R, out)

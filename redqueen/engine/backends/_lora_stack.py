@@ -27,6 +27,13 @@ products serves the whole group. Two ways to apply them, the same arithmetic:
   dense form's extra arithmetic, every slot's ``A`` for every row, grows with the number of
   adapters: with many adapters on a CPU the segmented form can be faster.
 
+* **fused** (opt-in, CUDA with Triton): the dense layout's factors read in place by the per-row
+  kernel of :mod:`._lora_kernel` (Punica's BGMV), each row gathering its own slot's factors::
+
+      y += fused_lora(x, A[slot], B[slot], index=row_slot)   # two kernels per group
+
+  no masks and no arithmetic for other slots; rows of slot 0 are skipped.
+
 Slot 0 holds zeros, for rows without an adapter and for the padding of short segments.
 Routings are built once per batch, so a decode step does the same few kernels whatever the
 number of adapters, with no Python work per adapter; with every segment padded to a fixed
@@ -57,6 +64,8 @@ class LoRARouting:
         seg: Rows per segment.
         masks: Dense form only: per group width ``R``, ``(rows, slots * R)`` with ones on the
             columns of each row's slot.
+        index: Fused form only: ``(rows,)`` int32 slot of each row, ``-1`` for slot 0 (no
+            adapter).
     """
 
     gather: Tensor
@@ -64,6 +73,7 @@ class LoRARouting:
     slots: int
     seg: int
     masks: dict[int, Tensor] | None = None
+    index: Tensor | None = None
 
 
 class StackedLoRA:
@@ -83,6 +93,11 @@ class StackedLoRA:
         device: Where the factors live.
         dense: Keep ``A`` in the dense form's layout (``(in, slots, R)``) and build masks in
             :meth:`routing`; otherwise the segmented form's (``(slots, in, R)``).
+        fused: Apply the factors with the per-row kernel (:meth:`kernel_factors`; routings
+            carry each row's slot instead of masks). Needs the dense layout.
+
+    Raises:
+        ValueError: If ``fused`` is asked for without the dense layout.
     """
 
     def __init__(
@@ -92,17 +107,22 @@ class StackedLoRA:
         dtype: torch.dtype,
         device: torch.device,
         dense: bool = False,
+        fused: bool = False,
     ) -> None:
+        if fused and not dense:
+            raise ValueError("the fused LoRA kernel reads the dense layout (dense=True)")
         self.groups = [list(g) for g in groups]
         self.layers = [m for g in self.groups for m in g if isinstance(m, MultiLoRALinear)]
         self.dtype = dtype
         self.device = device
         self.dense = dense
+        self.fused = fused
         self.slots = 1  # slot 0: zeros
         self.rank = 0
         self.buffers_version = 0
         self._a: list[Tensor] = []  # per group: (slots, in, R), dense (in, slots, R)
         self._b: list[Tensor] = []  # per group: (slots, R, out), block-diagonal
+        self._ones = torch.ones(1, dtype=torch.float32, device=device)  # the kernel's scalings
         self._slot_of: dict[str, int] = {}
         self._keys: list[tuple | None] = [None]  # what each slot holds, to skip unchanged copies
 
@@ -161,6 +181,20 @@ class StackedLoRA:
         a, b = self._a[index][:, :slots], self._b[index][:slots]
         return a.reshape(a.shape[0], -1), b.reshape(-1, b.shape[-1])
 
+    def kernel_factors(self, index: int, slots: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Fused form: ``A (slots, R, in)``, ``B (slots, out, R)`` (strided views of the dense
+        layout, the scaling folded into ``B``) and ones ``(slots,)``, as
+        :func:`~redqueen.engine.backends._lora_kernel.fused_lora` takes them.
+
+        Raises:
+            ValueError: If the stack keeps the segmented layout.
+        """
+        if not self.dense:
+            raise ValueError("this stack keeps the segmented layout (dense=False)")
+        a = self._a[index][:, :slots].permute(1, 2, 0)
+        b = self._b[index][:slots].transpose(1, 2)
+        return a, b, self._ones[:slots]
+
     def routing(
         self, row_slots: Sequence[int], *, seg: int | None = None, all_slots: bool = False
     ) -> LoRARouting:
@@ -186,8 +220,11 @@ class StackedLoRA:
             for j, row in enumerate(rows):
                 gather[slot * seg + j] = row
                 scatter[row] = slot * seg + j
-        masks = None
-        if self.dense:
+        masks = index = None
+        if self.fused:
+            index = torch.tensor([-1 if s == 0 else s for s in row_slots], dtype=torch.int32)
+            index = index.to(self.device)
+        elif self.dense:
             onehot = torch.zeros(len(row_slots), slots, dtype=self.dtype)
             onehot[torch.arange(len(row_slots)), torch.tensor(list(row_slots))] = 1
             masks = {w: onehot.repeat_interleave(w, dim=1).to(self.device) for w in self.widths}
@@ -197,6 +234,7 @@ class StackedLoRA:
             slots=slots,
             seg=seg,
             masks=masks,
+            index=index,
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -219,6 +257,7 @@ class StackedLoRA:
             shape = (size_in, slots, width) if self.dense else (slots, size_in, width)
             self._a.append(torch.zeros(shape, dtype=self.dtype, device=self.device))
             self._b.append(torch.zeros(slots, width, out, dtype=self.dtype, device=self.device))
+        self._ones = torch.ones(slots, dtype=torch.float32, device=self.device)
         # Every slot is written again at its next use (the block layout moved with the rank).
         self._keys = [None] * slots
         self.slots, self.rank = slots, rank

@@ -20,6 +20,7 @@ from redqueen.engine.backends._common import (
 from redqueen.engine.backends._decode_state import DecodeState
 from redqueen.engine.backends._decoder import StaticDecoder, projection_groups
 from redqueen.engine.backends._device_sampler import DeviceSampler
+from redqueen.engine.backends._lora_kernel import available as kernel_available
 from redqueen.engine.backends._lora_stack import LoRARouting, StackedLoRA
 from redqueen.engine.backends._row_ends import RowEnds
 
@@ -66,10 +67,18 @@ class StaticBackend:
         compile_step: Compile the decode step with ``torch.compile`` (fuses the small
             element-wise kernels; the first step of each new shape pays the compilation).
             Off by default: not yet measured to pay for itself.
+        fused_lora: Apply the adapters with the per-row Triton kernel
+            (:func:`~redqueen.engine.backends._lora_kernel.fused_lora`, Punica's BGMV: two
+            kernels per group, each row gathering its own adapter's factors) over the dense
+            layout. Off by default until timed against the dense form on a GPU
+            (``benchmarks/rollout.py``); needs Triton and a CUDA device (or Triton's
+            interpreter, ``TRITON_INTERPRET=1``, which the CPU tests use).
 
     Raises:
         redqueen.engine.backends._decoder.UnsupportedModelError: If the model's architecture
             is not supported.
+        ValueError: If ``fused_lora`` is asked for where the kernel cannot run, or with
+            ``dense_lora=False``.
     """
 
     #: Batch sizes a CUDA graph is captured for; a batch runs in the smallest that fits.
@@ -78,8 +87,18 @@ class StaticBackend:
     capacity_step: int = 256
 
     def __init__(
-        self, host: BackendHost, *, dense_lora: bool | None = None, compile_step: bool = False
+        self,
+        host: BackendHost,
+        *,
+        dense_lora: bool | None = None,
+        compile_step: bool = False,
+        fused_lora: bool = False,
     ) -> None:
+        if fused_lora and not kernel_available():
+            raise ValueError(
+                "fused_lora needs triton and a CUDA device (or TRITON_INTERPRET=1); "
+                "leave it off to use the dense form"
+            )
         self.host = host
         self._decode = text_decoder(host.tokenizer)
         self.use_graphs = host.device.type == "cuda"
@@ -88,6 +107,7 @@ class StaticBackend:
             dtype=host.dtype,
             device=host.device,
             dense=True if dense_lora is None else dense_lora,
+            fused=fused_lora,
         )
         self.decoder = StaticDecoder(host.model, self.lora)
         if compile_step:
