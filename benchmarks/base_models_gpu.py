@@ -294,6 +294,10 @@ def main() -> None:
         torch.cuda.get_device_name(0) if device == "cuda" else f"CPU, {os.cpu_count()} cores"
     )
     result["code_version"] = cp._code_version()
+    # A run resumed later may run from a later commit: every commit that took part is kept.
+    versions = result.setdefault("code_versions", [])
+    if result["code_version"] not in versions:
+        versions.append(result["code_version"])
     scratch = args.scratch or work / "models"
     with Executor(workers=workers) as executor:
         for name, folder in ANCHORS.items():
@@ -326,6 +330,7 @@ def main() -> None:
                              "train_seconds", "tokens_per_second", "vocab_size", "loss", "device")},
                 "summary": summarise(row), "loss_gap": gap, "per_problem": row,
                 "seconds": round(time.time() - t0, 1), "machine": result["machine"],
+                "code_version": result["code_version"],
             }  # fmt: skip
             if args.models_out is not None:
                 result["models"][name]["weights"] = keep(folder, args.models_out)
