@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One prepared call on a lent GPU machine (one GPU, 16 cores, at most 10 minutes a command), the
+# work in the order it is owed: (1) the base models of BASE_MODELS_GPU.md, (2) the per-row LoRA
+# kernel inside the static backend's decode step, against the dense form, same run.
+#
+# Run from the repository root, carrying runs/base-models-gpu/corpus.tar.gz (built on the CPU
+# by `python benchmarks/base_models_gpu.py --prepare --workers 1`). Everything lands in $OUT
+# (default runs/gpu-call): base_models_gpu.json (rewritten after each model; a second call
+# skips the models already scored), the kept models' archives, rollout_fused_b64_r32.json,
+# and gpu_call.log. Each stage gets what is left of BUDGET seconds (default 570), the kernel
+# stage at least 150 of them.
+set -u
+export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+OUT="${OUT:-runs/gpu-call}"
+BUDGET="${BUDGET:-570}"
+mkdir -p "$OUT"
+start=$(date +%s)
+left() { echo $(( BUDGET - ($(date +%s) - start) )); }
+log() { echo "gpu_call: $*" | tee -a "$OUT/gpu_call.log"; }
+
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader >> "$OUT/gpu_call.log" 2>&1
+log "base models: $(( $(left) - 150 )) s"
+timeout $(( $(left) - 150 )) python3 benchmarks/base_models_gpu.py --workers 8 \
+    --results "$OUT/base_models_gpu.json" --models-out "$OUT" >> "$OUT/gpu_call.log" 2>&1
+log "base models: exit $?"
+
+log "fused LoRA kernel in the decode step: $(( $(left) - 10 )) s"
+timeout $(( $(left) - 10 )) python3 benchmarks/rollout.py --device cuda --batch 64 --rank 32 \
+    --variants no_adapter static_no_adapter static_mixed_8 static_fused_mixed_8 \
+    static_compiled_no_adapter static_compiled_mixed_8 static_compiled_fused_mixed_8 \
+    --out "$OUT/rollout_fused_b64_r32.json" >> "$OUT/gpu_call.log" 2>&1
+log "rollout: exit $?"
+tail -c 3000 "$OUT/gpu_call.log"
