@@ -4,13 +4,24 @@
 # kernel inside the static backend's decode step, against the dense form, same run.
 #
 # Run from the repository root, carrying runs/base-models-gpu/corpus.tar.gz (built on the CPU
-# by `python benchmarks/base_models_gpu.py --prepare --workers 1`). Everything lands in $OUT
+# by `python benchmarks/base_models_gpu.py --prepare --workers 1`) and .whl: the machine's
+# image (Python 3.12) lacks pydantic, which redqueen.settings needs. Fetch its wheels once, on
+# a machine with pip (.whl/ is ignored by git):
+#   for p in pydantic==2.13.4 pydantic_core==2.46.4 annotated_types==0.7.0 typing_inspection==0.4.2; do
+#     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+#       --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl $p; done
+# Everything lands in $OUT
 # (default runs/gpu-call): base_models_gpu.json (rewritten after each model; a second call
 # skips the models already scored), the kept models' archives, rollout_fused_b64_r32.json,
 # and gpu_call.log. Each stage gets what is left of BUDGET seconds (default 570), the kernel
 # stage at least 150 of them.
 set -u
 export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl && export PYTHONPATH="$PWD:/tmp/site"
+fi
+python3 -c "import pydantic" || { echo "gpu_call: pydantic missing (carry .whl)"; exit 2; }
 OUT="${OUT:-runs/gpu-call}"
 BUDGET="${BUDGET:-570}"
 mkdir -p "$OUT"
