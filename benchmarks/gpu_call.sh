@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# One prepared call on a lent GPU machine (one GPU, 16 cores, at most 10 minutes a command), the
+# One prepared run on a GPU machine (one GPU, 16 cores, at most 10 minutes), the
 # work in the order it is owed: (1) the base models of BASE_MODELS_GPU.md, (2) the per-row LoRA
 # kernel inside the static backend's decode step, against the dense form, same run.
 #
-# Run from the repository root, carrying runs/base-models-gpu/corpus.tar.gz (built on the CPU
-# by `python benchmarks/base_models_gpu.py --prepare --workers 1`) and .whl: the machine's
+# Run from the repository root, with runs/base-models-gpu/corpus.tar.gz (built on the CPU
+# by `python benchmarks/base_models_gpu.py --prepare --workers 1`) and .whl copied there: its
 # image (Python 3.12) lacks pydantic, which redqueen.settings needs. Fetch its wheels once, on
 # a machine with pip (.whl/ is ignored by git):
 #   for p in pydantic==2.13.4 pydantic_core==2.46.4 annotated_types==0.7.0 typing_inspection==0.4.2; do
@@ -21,7 +21,7 @@ if [ -d .whl ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl && export PYTHONPATH="$PWD:/tmp/site"
 fi
-python3 -c "import pydantic" || { echo "gpu_call: pydantic missing (carry .whl)"; exit 2; }
+python3 -c "import pydantic" || { echo "gpu_call: pydantic missing (copy .whl beside the checkout)"; exit 2; }
 OUT="${OUT:-runs/gpu-call}"
 BUDGET="${BUDGET:-570}"
 mkdir -p "$OUT"
