@@ -17,24 +17,24 @@ used. Sums run in float32 whatever the inputs' dtype.
 two batched products): the tests' reference, and the stand-in where Triton cannot run
 (:func:`available`).
 
-Wired in as an option, off by default: ``StaticBackend(host, fused_lora=True)`` builds the
-stack with ``fused=True`` and ``StaticDecoder._project`` calls ``fused_lora(x.view(-1, in), A,
-B, ones, index, out=y.view(-1, out))`` with the dense layout's own buffers as strided views,
-``A (slots, R, in)`` and ``B (slots, out, R)`` (``R = members * rank``: the block-diagonal
-``B`` of a group is a plain ``R x out`` matrix here, and the scaling is already folded into
-it), each row's slot as the index (``-1`` for slot 0, no adapter). The CPU tests decode a
-mixed batch through it with Triton's interpreter and get the ``hf`` backend's tokens
-(``tests/engine/test_fused_lora_backend.py``); the default stays the dense form until a GPU
-has timed the two (``benchmarks/rollout.py`` times ``static_fused_mixed_8`` beside
-``static_mixed_8`` when the kernel can run). The kernel alone: ``benchmarks/lora_kernel.py`` times, at the 0.5B shape
-(hidden 896, intermediate 4864, rank 32, 64 rows, 8 adapters, bf16) and per projection group:
-this kernel on contiguous factors and on the stack's dense layout (strided views), the stack's
-dense masked product, and :func:`lora_reference`, eager and replayed from a CUDA graph, over a
-few block sizes. Make it the default on CUDA only if it beats the dense form inside a captured
-graph. The shrink runs
-``rows x R / 16`` programs, each looping over the whole input: if ``down`` (input 4864) is slow,
-split the input across programs too (partial sums added by a third small kernel, which keeps
-rows independent of one another, rather than by atomics, which would not).
+Wired in as an option, off by default: ``StaticBackend(host, fused_lora=True)`` builds the stack
+with ``fused=True`` and ``StaticDecoder._project`` calls ``fused_lora(x.view(-1, in), A, B,
+ones, index, out=y.view(-1, out))`` with the dense layout's own buffers as strided views, ``A
+(slots, R, in)`` and ``B (slots, out, R)`` (``R = members * rank``: the block-diagonal ``B`` of
+a group is a plain ``R x out`` matrix here, and the scaling is already folded into it), each
+row's slot as the index (``-1`` for slot 0, no adapter). The CPU tests decode a mixed batch
+through it with Triton's interpreter and get the ``hf`` backend's tokens
+(``tests/engine/test_fused_lora_backend.py``); the default stays the dense form until a GPU has
+timed the two (``benchmarks/rollout.py`` times ``static_fused_mixed_8`` beside
+``static_mixed_8`` when the kernel can run). The kernel alone: ``benchmarks/lora_kernel.py``
+times, at the 0.5B shape (hidden 896, intermediate 4864, rank 32, 64 rows, 8 adapters, bf16) and
+per projection group: this kernel on contiguous factors and on the stack's dense layout (strided
+views), the stack's dense masked product, and :func:`lora_reference`, eager and replayed from a
+CUDA graph, over a few block sizes. Make it the default on CUDA only if it beats the dense form
+inside a captured graph. The shrink runs ``rows x R / 16`` programs, each looping over the whole
+input: if ``down`` (input 4864) is slow, split the input across programs too (partial sums added
+by a third small kernel, which keeps rows independent of one another, rather than by atomics,
+which would not).
 """
 
 from __future__ import annotations
