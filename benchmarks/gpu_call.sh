@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One prepared run on a GPU machine (one GPU, 16 cores, at most 10 minutes), the
 # work in the order it is owed: (1) the base models of BASE_MODELS_GPU.md, (2) the per-row LoRA
-# kernel inside the static backend's decode step, against the dense form, same run.
+# kernel inside the static backend's decode step, against the dense form, same run, (3) the 7B
+# svd_merge timed again and profiled stage by stage (operators.py --profile).
 #
 # Run from the repository root, with runs/base-models-gpu/corpus.tar.gz (built on the CPU
 # by `python benchmarks/base_models_gpu.py --prepare --workers 1`) and .whl copied there: its
@@ -13,8 +14,8 @@
 # Everything lands in $OUT
 # (default runs/gpu-call): base_models_gpu.json (rewritten after each model; a second call
 # skips the models already scored), the kept models' archives, rollout_fused_b64_r32.json,
-# and gpu_call.log. Each stage gets what is left of BUDGET seconds (default 570), the kernel
-# stage at least 150 of them.
+# operators_cuda.json and gpu_call.log. Each stage gets what is left of BUDGET seconds
+# (default 570), the kernel stage at least 150 of them and the merge stage at least 60.
 set -u
 export PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 if [ -d .whl ]; then
@@ -30,15 +31,21 @@ left() { echo $(( BUDGET - ($(date +%s) - start) )); }
 log() { echo "gpu_call: $*" | tee -a "$OUT/gpu_call.log"; }
 
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader >> "$OUT/gpu_call.log" 2>&1
-log "base models: $(( $(left) - 150 )) s"
-timeout $(( $(left) - 150 )) python3 benchmarks/base_models_gpu.py --workers 8 \
+log "base models: $(( $(left) - 210 )) s"
+timeout $(( $(left) - 210 )) python3 benchmarks/base_models_gpu.py --workers 8 \
     --results "$OUT/base_models_gpu.json" --models-out "$OUT" >> "$OUT/gpu_call.log" 2>&1
 log "base models: exit $?"
 
-log "fused LoRA kernel in the decode step: $(( $(left) - 10 )) s"
-timeout $(( $(left) - 10 )) python3 benchmarks/rollout.py --device cuda --batch 64 --rank 32 \
+log "fused LoRA kernel in the decode step: $(( $(left) - 70 )) s"
+timeout $(( $(left) - 70 )) python3 benchmarks/rollout.py --device cuda --batch 64 --rank 32 \
     --variants no_adapter static_no_adapter static_mixed_8 static_fused_mixed_8 \
     static_compiled_no_adapter static_compiled_mixed_8 static_compiled_fused_mixed_8 \
     --out "$OUT/rollout_fused_b64_r32.json" >> "$OUT/gpu_call.log" 2>&1
 log "rollout: exit $?"
+
+log "svd_merge at the 7B shape, profiled: $(( $(left) - 10 )) s"
+timeout $(( $(left) - 10 )) python3 benchmarks/operators.py --device cuda --shapes qwen7b \
+    --rank 32 --peft-layers 1 --methods gram+cpu,gram --profile \
+    --out "$OUT/operators_cuda.json" >> "$OUT/gpu_call.log" 2>&1
+log "operators: exit $?"
 tail -c 3000 "$OUT/gpu_call.log"

@@ -21,12 +21,19 @@ layers (the ratio compares equal work) and on the whole model. With ``--peft-lay
 layer count, ``peft_s_full_extrapolated`` scales PEFT's time by layers and is labelled so.
 On CUDA, ours is also checked against a dense float64 SVD of the weighted sum on a few modules.
 
-Writes ``benchmarks/results/operators_<device>.json`` and prints the same JSON.
+With ``--profile``, one more call of the fastest variant per shape runs under
+``torch.profiler`` (host and, on CUDA, device activity): the JSON gains each labelled stage of
+the merge (``weighted_svd.stack``, ``lowrank_svd.gram``, ``lowrank_svd.small_problems`` with its
+``small_problems.to_host`` / ``host_solve`` / ``to_device``, ``lowrank_svd.vectors``,
+``weighted_svd.split``) with its host and device milliseconds, and the operators that take the
+most host and device time.
+
+Writes ``benchmarks/results/operators_<device>.json`` (or ``--out``) and prints the same JSON.
 
 Usage::
 
     python benchmarks/operators.py --device cpu --shapes tiny,qwen0.5b --rank 16 --peft-layers 4,1
-    python benchmarks/operators.py --device cuda --shapes qwen7b --rank 32 --peft-layers 1
+    python benchmarks/operators.py --device cuda --shapes qwen7b --rank 32 --peft-layers 1 --profile
 """
 
 from __future__ import annotations
@@ -114,6 +121,80 @@ def time_ours(g1, g2, device: str, variant: str, repeats: int) -> tuple[float, L
     return statistics.median(times), child
 
 
+#: Stages of the merge labelled with ``torch.profiler.record_function`` in ``redqueen.genomes``.
+STAGES = (
+    "weighted_svd.stack",
+    "lowrank_svd.gram",
+    "lowrank_svd.qr",
+    "lowrank_svd.small_problems",
+    "small_problems.to_host",
+    "small_problems.host_solve",
+    "small_problems.to_device",
+    "lowrank_svd.vectors",
+    "weighted_svd.split",
+)
+
+
+def _device_us(event) -> float:
+    for attr in ("device_time_total", "cuda_time_total"):
+        if hasattr(event, attr):
+            return float(getattr(event, attr))
+    return 0.0
+
+
+def _self_device_us(event) -> float:
+    for attr in ("self_device_time_total", "self_cuda_time_total"):
+        if hasattr(event, attr):
+            return float(getattr(event, attr))
+    return 0.0
+
+
+def profile_ours(g1, g2, device: str, variant: str, top: int = 15) -> dict:
+    """One call of ``variant`` under ``torch.profiler``: labelled stages and the costliest ops."""
+    from torch.profiler import ProfilerActivity, profile
+
+    method, _, where = variant.partition("+")
+    params = {"method": method, "small_on_cpu": where == "cpu"}
+    activities = [ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(ProfilerActivity.CUDA)
+    weighted_svd([g1, g2], WEIGHTS, **params)  # warm-up outside the profile
+    sync(device)
+    with profile(activities=activities) as prof:
+        start = time.perf_counter()
+        weighted_svd([g1, g2], WEIGHTS, **params)
+        sync(device)
+        wall = time.perf_counter() - start
+    events = prof.key_averages()
+    stages = {
+        e.key: {
+            "calls": e.count,
+            "host_ms": e.cpu_time_total / 1e3,
+            "device_ms": _device_us(e) / 1e3,
+        }
+        for e in events
+        if e.key in STAGES
+    }
+    ops = [e for e in events if e.key not in STAGES]
+
+    def row(e) -> dict:
+        return {
+            "op": e.key,
+            "calls": e.count,
+            "self_host_ms": e.self_cpu_time_total / 1e3,
+            "self_device_ms": _self_device_us(e) / 1e3,
+        }
+
+    return {
+        "variant": variant,
+        "wall_s_under_profiler": wall,
+        "stages": {k: stages[k] for k in STAGES if k in stages},
+        "device_ms_total": sum(_self_device_us(e) for e in ops) / 1e3,
+        "top_self_host": [row(e) for e in sorted(ops, key=lambda e: -e.self_cpu_time_total)[:top]],
+        "top_self_device": [row(e) for e in sorted(ops, key=lambda e: -_self_device_us(e))[:top]],
+    }
+
+
 def build_model(spec: dict, layers: int, device: str):
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
@@ -188,7 +269,13 @@ def dense_reference_error(ours: LoRAGenome, refs: dict[str, torch.Tensor]) -> fl
 
 
 def run_case(
-    name: str, rank: int, peft_layers: int, device: str, repeats: int, methods: list[str]
+    name: str,
+    rank: int,
+    peft_layers: int,
+    device: str,
+    repeats: int,
+    methods: list[str],
+    profile: bool = False,
 ) -> dict:
     spec = ARCHS[name]
     full_shapes = module_shapes(spec, spec["layers"])
@@ -215,6 +302,9 @@ def run_case(
         print(json.dumps(row), flush=True)
     best = min(methods, key=lambda m: row[f"ours_{m}_s"])
     row["ours_best_method"], row["ours_best_s"] = best, row[f"ours_{best}_s"]
+    if profile:
+        row["profile"] = profile_ours(g1, g2, device, best)
+        print(json.dumps(row), flush=True)
     if name == "qwen7b":
         row["peft_anchor_design_s"] = QWEN7B_PEFT_ANCHOR_S
         row["speedup_vs_design_anchor"] = QWEN7B_PEFT_ANCHOR_S / row["ours_best_s"]
@@ -259,6 +349,10 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument(
+        "--profile", action="store_true", help="profile one call of the fastest variant per shape"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="result file (default: results/)")
+    parser.add_argument(
         "--threads",
         type=int,
         default=None,
@@ -288,12 +382,12 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "cases": [
-            run_case(s, rank, p, args.device, args.repeats, methods)
+            run_case(s, rank, p, args.device, args.repeats, methods, args.profile)
             for s, p in zip(shapes, peft_layers, strict=True)
         ],
     }
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"operators_{'cuda' if cuda else 'cpu'}.json"
+    out = args.out or RESULTS / f"operators_{'cuda' if cuda else 'cpu'}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=2)
     out.write_text(text + "\n")
     print(text)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from torch import Tensor
+from torch.profiler import record_function
 
 from redqueen.genomes._genome import LoRAGenome
 
@@ -93,29 +94,32 @@ def lowrank_svd_many(
     small_on_cpu = True if small_on_cpu is None else small_on_cpu
     prepared: list[tuple[Tensor, Tensor]] = []
     smalls: list[tuple[Tensor, ...]] = []  # (core,) for QR, (Gram of b, Gram of a) for Gram
-    for b, a in pairs:
-        dtype = compute_dtype(b.dtype)
-        b, a = b.to(dtype), a.to(dtype)
-        if method == "qr":
-            qb, rb = torch.linalg.qr(b)  # (..., out, p1), (..., p1, k)
-            qa, ra = torch.linalg.qr(a.mT)  # (..., in, p2), (..., p2, k)
-            prepared.append((qb, qa))
-            smalls.append((rb @ ra.mT,))
-        else:
-            b64, a64 = b.to(torch.float64), a.to(torch.float64)
-            prepared.append((b, a))
-            smalls.append((b64.mT @ b64, a64 @ a64.mT))
+    with record_function(f"lowrank_svd.{method}"):
+        for b, a in pairs:
+            dtype = compute_dtype(b.dtype)
+            b, a = b.to(dtype), a.to(dtype)
+            if method == "qr":
+                qb, rb = torch.linalg.qr(b)  # (..., out, p1), (..., p1, k)
+                qa, ra = torch.linalg.qr(a.mT)  # (..., in, p2), (..., p2, k)
+                prepared.append((qb, qa))
+                smalls.append((rb @ ra.mT,))
+            else:
+                b64, a64 = b.to(torch.float64), a.to(torch.float64)
+                prepared.append((b, a))
+                smalls.append((b64.mT @ b64, a64 @ a64.mT))
     offload = small_on_cpu and on_gpu
-    solved = _solve_small(_core_svd if method == "qr" else _gram_core, smalls, offload)
+    with record_function("lowrank_svd.small_problems"):
+        solved = _solve_small(_core_svd if method == "qr" else _gram_core, smalls, offload)
     out = []
-    for (left, right), (x, s, y) in zip(prepared, solved, strict=True):
-        q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
-        if method == "qr":  # U = Qb U_core, V = Qa V_core
-            u, v = left @ x[..., :q], right @ y[..., :q, :].mT
-        else:  # U = b Pb, V = a^T Pa
-            dtype = left.dtype
-            u, v = left @ x[..., :q].to(dtype), right.mT @ y[..., :q].to(dtype)
-        out.append((*_fix_signs(u, v), s[..., :q].to(u.dtype)))
+    with record_function("lowrank_svd.vectors"):
+        for (left, right), (x, s, y) in zip(prepared, solved, strict=True):
+            q = s.shape[-1] if rank is None else min(rank, s.shape[-1])
+            if method == "qr":  # U = Qb U_core, V = Qa V_core
+                u, v = left @ x[..., :q], right @ y[..., :q, :].mT
+            else:  # U = b Pb, V = a^T Pa
+                dtype = left.dtype
+                u, v = left @ x[..., :q].to(dtype), right.mT @ y[..., :q].to(dtype)
+            out.append((*_fix_signs(u, v), s[..., :q].to(u.dtype)))
     return [(u, s, v) for u, v, s in out]
 
 
@@ -161,17 +165,20 @@ def _on_cpu(fn: Callable[..., tuple[Tensor, ...]], *xs: Tensor) -> tuple[Tensor,
     """Apply a batched small-matrix ``fn`` on the CPU, chunks in parallel threads, results back."""
     global _POOL
     device, lead = xs[0].device, xs[0].shape[:-2]
-    flat = [x.reshape(-1, *x.shape[-2:]).to("cpu") for x in xs]
+    with record_function("small_problems.to_host"):  # waits for the device work queued before
+        flat = [x.reshape(-1, *x.shape[-2:]).to("cpu") for x in xs]
     workers = max(1, min(os.cpu_count() or 1, 16, flat[0].shape[0]))
-    if workers == 1:
-        parts = [fn(*flat)]
-    else:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=16)
-        chunks = list(zip(*(x.chunk(workers) for x in flat), strict=True))
-        parts = list(_POOL.map(lambda args: fn(*args), chunks))  # torch releases the GIL
-    outs = (torch.cat(pieces) for pieces in zip(*parts, strict=True))
-    return tuple(o.reshape(*lead, *o.shape[1:]).to(device) for o in outs)
+    with record_function("small_problems.host_solve"):
+        if workers == 1:
+            parts = [fn(*flat)]
+        else:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=16)
+            chunks = list(zip(*(x.chunk(workers) for x in flat), strict=True))
+            parts = list(_POOL.map(lambda args: fn(*args), chunks))  # torch releases the GIL
+        outs = [torch.cat(pieces) for pieces in zip(*parts, strict=True)]
+    with record_function("small_problems.to_device"):
+        return tuple(o.reshape(*lead, *o.shape[1:]).to(device) for o in outs)
 
 
 def _core_svd(core: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -287,19 +294,21 @@ def weighted_svd(
     dtype, device = first.dtype, first.device
     groups = list(group_by_shape(first.shapes).values())
     pairs = []
-    for names in groups:
-        bs, as_ = [], []
-        for g, w in zip(genomes, ws, strict=True):
-            cd = compute_dtype(g.dtype)
-            b = torch.stack([g.factors(n)[1] for n in names]).to(device, cd)
-            bs.append(b * (w * g.scaling))
-            as_.append(torch.stack([g.factors(n)[0] for n in names]).to(device, cd))
-        pairs.append((torch.cat(bs, -1), torch.cat(as_, -2)))
+    with record_function("weighted_svd.stack"):
+        for names in groups:
+            bs, as_ = [], []
+            for g, w in zip(genomes, ws, strict=True):
+                cd = compute_dtype(g.dtype)
+                b = torch.stack([g.factors(n)[1] for n in names]).to(device, cd)
+                bs.append(b * (w * g.scaling))
+                as_.append(torch.stack([g.factors(n)[0] for n in names]).to(device, cd))
+            pairs.append((torch.cat(bs, -1), torch.cat(as_, -2)))
     solved = lowrank_svd_many(pairs, rank=rank, method=method, small_on_cpu=small_on_cpu)
     factors: dict[str, tuple[Tensor, Tensor]] = {}
-    for names, (u, s, v) in zip(groups, solved, strict=True):
-        a, b = split_factors(u, s, v, rank=rank, scaling=alpha / rank, dtype=dtype)
-        factors.update({n: (a[i], b[i]) for i, n in enumerate(names)})
+    with record_function("weighted_svd.split"):
+        for names, (u, s, v) in zip(groups, solved, strict=True):
+            a, b = split_factors(u, s, v, rank=rank, scaling=alpha / rank, dtype=dtype)
+            factors.update({n: (a[i], b[i]) for i, n in enumerate(names)})
     return LoRAGenome(
         {n: factors[n] for n in first.modules}, rank=rank, alpha=alpha, base_model=first.base_model
     )
