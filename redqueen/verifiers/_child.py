@@ -99,12 +99,13 @@ def confine(server: Zygote, keep: tuple[int, ...]) -> None:
         os._exit(EXIT_RAISED)
     ruleset = server.ruleset_fd
     sources = (*keep, ruleset) if ruleset >= 0 else keep
-    # Out of the way first, so that renumbering never overwrites a descriptor still to move.
-    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in sources]
+    # Out of the way first, so that renumbering never overwrites a descriptor still to move:
+    # the server's /dev/null may itself sit at 3, where the first kept pipe lands.
+    null, *moved = (fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in (server.devnull, *sources))
+    for fd in (0, 1, 2):  # the standard descriptors lead nowhere, whatever writes to them
+        os.dup2(null, fd)
     for target, fd in enumerate(moved, start=_FIRST_FD):
         os.dup2(fd, target)
-    for fd in (0, 1, 2):
-        os.dup2(server.devnull, fd)
     os.closerange(_FIRST_FD + len(moved), 1 << 16)
     os.chdir(server.workdir)
     for resource_kind, limits in server.limits:

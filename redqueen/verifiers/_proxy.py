@@ -62,11 +62,22 @@ def _receive(fd: int, limit: int) -> tuple[bytes, str]:
     return kind, _read_exact(fd, size).decode("utf-8", "surrogatepass")
 
 
+#: Built-in exceptions that end an iteration instead of failing it: raised by the candidate
+#: inside a test's ``map``/``filter``/``all`` they would stop the test's loop early and let it
+#: pass, so they cross as :class:`CandidateError`.
+_ITERATION_ENDS = (StopIteration, StopAsyncIteration)
+
+
 def _error(text: str) -> Exception:
-    """The exception a candidate's error text stands for (built-in types keep their type)."""
+    """The exception a candidate's error text stands for (built-in types keep their type, except
+    those that end an iteration, which become :class:`CandidateError`)."""
     name, _, message = text.partition(": ")
     kind = getattr(builtins, name, None)
-    if isinstance(kind, type) and issubclass(kind, Exception):
+    if (
+        isinstance(kind, type)
+        and issubclass(kind, Exception)
+        and not issubclass(kind, _ITERATION_ENDS)
+    ):
         try:
             return kind(message)
         except Exception:

@@ -91,8 +91,10 @@ class Template:
             if received is None:
                 return
             message, fds = received
-            report = self._run(str(message.get("mode")), float(message["timeout"]), fds)
-            send_control(self.control, report)
+            # No local keeps a run's report: the next run's children are copies of this frame.
+            send_control(
+                self.control, self._run(str(message.get("mode")), float(message["timeout"]), fds)
+            )
 
     def _run(self, mode: str, timeout: float, fds: list[int]) -> dict:
         zygote = self.zygote

@@ -115,6 +115,7 @@ class Zygote:
         # inode-capped tmpfs seen only by this server and its children where mounts are allowed.
         self.tmpfs = private_mounts()
         self.workdir = ""
+        self.workdir_stamp: tuple[int, int] = (0, 0)
         self.ruleset_fd = -1
         self.fresh_workdir()
         with open("/proc/self/statm") as handle:  # the children start from this footprint
@@ -176,9 +177,13 @@ class Zygote:
         """Whether a run left anything in the working directory, decided without reading a name.
 
         A name read here would stay in this process's freed memory, where every later child
-        could find it: a channel between runs. On the tmpfs the inode count tells; elsewhere a
+        could find it: a channel between runs. The directory's modification and change times
+        show a name that was created, even if it was removed again (which leaves counters such
+        as the next inode number moved); then, on the tmpfs the inode count tells; elsewhere a
         throwaway child lists the directory and answers with its exit status.
         """
+        if _stamp(self.workdir) != self.workdir_stamp:  # a name came and went: counters moved
+            return True
         if self.tmpfs:
             stats = os.statvfs(self.workdir)
             return stats.f_files - stats.f_ffree > 1
@@ -203,6 +208,7 @@ class Zygote:
             self.tmpfs = mount_tmpfs(self.workdir, size=_WORKDIR_BYTES, inodes=_WORKDIR_INODES)
         if self.is_root:
             os.chown(self.workdir, _NOBODY, _NOBODY)
+        self.workdir_stamp = _stamp(self.workdir)
         if self.landlock is not None:
             try:
                 self.ruleset_fd = self.landlock.prepare(self.workdir, self.readable)
@@ -292,6 +298,12 @@ def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
     if current != resource.RLIM_INFINITY:
         soft, hard = min(soft, current), min(hard, current)
     return soft, hard
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """The directory's modification and change times: any name created or removed moves them."""
+    stat = os.stat(path)
+    return stat.st_mtime_ns, stat.st_ctime_ns
 
 
 def main() -> None:

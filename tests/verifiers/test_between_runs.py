@@ -1,0 +1,119 @@
+"""What one run can learn of the run before it on the same fork server: nothing it is told.
+
+One worker, so consecutive runs are children of one server. ``execute`` runs raw source (no
+static checks), so each probe has the whole language: frame walks, ``os``, files.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from redqueen.verifiers import CandidateTest, Executor
+
+# Every frame above the program, up to the fork server's loop, as text.
+FRAME_WALK = """import sys
+seen = []
+f = sys._getframe()
+while f is not None:
+    seen.append(repr(sorted(f.f_locals.items(), key=lambda kv: kv[0])))
+    f = f.f_back
+r = '\\n'.join(seen)
+"""
+
+
+@pytest.fixture(scope="module")
+def one_server():
+    with Executor(workers=1, timeout=2.0, memory_mb=256) as ex:
+        yield ex
+
+
+def test_a_run_sees_no_trace_of_the_previous_runs_exit_status(one_server):
+    exited = one_server.execute("import os\nos._exit(77)", "1")
+    assert not exited.ok and "77" in exited.error
+    walk = one_server.execute(FRAME_WALK, "r")
+    assert walk.ok, walk.error
+    frames = ast.literal_eval(walk.value)
+    assert "'zygote'" in frames  # the walk reached the fork server's own loop
+    assert str(77 << 8) not in frames, "the previous run's wait status is readable"
+
+
+def test_a_candidate_cannot_tell_whether_the_previous_hidden_test_passed(one_server):
+    snoop = (  # whether any frame above the candidate holds a run's report
+        "import sys\ndef f(x):\n    g = sys._getframe()\n    while g is not None:\n"
+        "        if any(isinstance(v, dict) and 'timed_out' in v for v in g.f_locals.values()):\n"
+        "            return True\n"
+        "        g = g.f_back\n    return False\n"
+    )
+    reports = []
+    for first in ("return 0", "return x * x"):  # the previous item's test fails, then passes
+        results = one_server.run_tests(
+            [
+                CandidateTest(
+                    f"def f(x):\n    {first}",
+                    "f",
+                    "def check(c):\n    assert c(2) == 4\n",
+                    "check(candidate)",
+                ),
+                CandidateTest(
+                    snoop, "f", "def check(c):\n    raise ValueError(c(0))\n", "check(candidate)"
+                ),
+            ]
+        )
+        assert results[0].ok == (first == "return x * x")
+        reports.append(results[1].error)
+    assert reports == ["ValueError: False"] * 2, reports
+
+
+def test_standard_descriptors_lead_nowhere(one_server):
+    fds = one_server.execute(
+        "import os\nr = [os.readlink(f'/proc/self/fd/{i}') for i in (0, 1, 2)]", "r"
+    )
+    assert fds.ok, fds.error
+    assert ast.literal_eval(fds.value) == ["/dev/null"] * 3
+    # An honest program that writes past ``print`` still reports its value.
+    raw = one_server.execute(
+        "import os, sys\nos.write(1, b'out')\nos.write(2, b'err')\n"
+        "sys.__stderr__.write('more')\nsys.__stderr__.flush()\nr = 5",
+        "r",
+    )
+    assert raw.ok and raw.value == "5", raw.error
+
+
+def test_trusted_test_code_may_write_to_its_descriptors(one_server):
+    test = "import os\nos.write(1, b'x')\nos.write(2, b'y')\ndef check(c):\n    assert c(2) == 4\n"
+    (result,) = one_server.run_tests(
+        [CandidateTest("def f(x):\n    return x * x", "f", test, "check(candidate)")]
+    )
+    assert result.ok, result.error
+
+
+def test_a_name_created_and_removed_gets_the_next_run_a_fresh_directory(one_server):
+    probe = (
+        "import os\nopen('u', 'w').close()\nino = os.stat('u').st_ino\nos.unlink('u')\n"
+        "r = (os.getcwd(), ino)"
+    )
+    first = one_server.execute(probe, "r")
+    sender = one_server.execute(
+        "import os\nfor i in range(50):\n    open('t', 'w').close()\n    os.unlink('t')", "1"
+    )
+    second = one_server.execute(probe, "r")
+    assert first.ok and sender.ok and second.ok, (first.error, sender.error, second.error)
+    (cwd1, ino1), (cwd2, ino2) = ast.literal_eval(first.value), ast.literal_eval(second.value)
+    assert cwd1 != cwd2, "the directory a run emptied again was handed to the next run"
+    if one_server.features.get("workdir_tmpfs"):
+        assert ino1 == ino2, "the inode counter carried the sender's count"
+
+
+def test_stop_iteration_from_a_candidate_fails_the_test(one_server):
+    test = "def check(c):\n    assert all(map(lambda p: c(p[0]) == p[1], [(2, 4), (3, 9)]))\n"
+    raising, wrong, right = one_server.run_tests(
+        [
+            CandidateTest("def f(x):\n    raise StopIteration", "f", test, "check(candidate)"),
+            CandidateTest("def f(x):\n    return 0", "f", test, "check(candidate)"),
+            CandidateTest("def f(x):\n    return x * x", "f", test, "check(candidate)"),
+        ]
+    )
+    assert not raising.ok and "StopIteration" in raising.error
+    assert not wrong.ok and right.ok
