@@ -23,7 +23,9 @@ from redqueen.experiments.config import ConfigError, ExperimentConfig
 __all__ = ["EnvironmentPlan", "build_environment", "plan_environment"]
 
 #: A refusal that names its configuration key: ``"population.solo: ..."``.
-_KEYED = re.compile(r"^(seed|steps|model|population|environment|evolution|matchmaking|objectives|learner|sampling|engine|logging)(\.[\w.]+)?(\s+and\s+[\w.]+)?: ")
+_KEYED = re.compile(
+    r"^(seed|steps|model|population|environment|evolution|matchmaking|objectives|learner|sampling|engine|logging)(\.[\w.]+)?(\s+and\s+[\w.]+)?: "
+)
 
 
 @dataclass(frozen=True)
@@ -87,20 +89,37 @@ def build_environment(cfg: ExperimentConfig) -> Environment:
     return plan_environment(cfg).build()
 
 
-def _check_device(cfg: ExperimentConfig) -> None:
-    """``model.device`` names a device this process has (Ray workers check their own)."""
+def device_problem(name: str, *, local: bool = True) -> str | None:
+    """Why ``name`` is not a torch device this process can use, or None when it is.
+
+    ``local=False`` checks only the spelling (remote workers check their own devices).
+    """
     import torch
 
     try:
-        device = torch.device(cfg.model.device)
+        device = torch.device(name)
     except (RuntimeError, ValueError) as error:
-        raise ConfigError(
-            f"model.device: {cfg.model.device!r} is not a torch device ({error})"
-        ) from None
-    if device.type == "cuda" and cfg.engine.workers < 1 and not torch.cuda.is_available():
-        raise ConfigError(
-            f"model.device: {cfg.model.device!r}, but torch {torch.__version__} sees no CUDA device"
-        )
+        return f"{name!r} is not a torch device ({str(error).splitlines()[0]})"
+    if not local or device.type == "cpu":
+        return None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            return f"{name!r}, but torch {torch.__version__} sees no CUDA device"
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            return f"{name!r}, but torch sees {torch.cuda.device_count()} CUDA device(s)"
+        return None
+    backend = getattr(torch, device.type, None)
+    available = getattr(backend, "is_available", None)
+    if callable(available) and not available():
+        return f"{name!r}, but this torch has no {device.type} device available"
+    return None
+
+
+def _check_device(cfg: ExperimentConfig) -> None:
+    """``model.device`` names a device this process has (Ray workers check their own)."""
+    problem = device_problem(cfg.model.device, local=cfg.engine.workers < 1)
+    if problem is not None:
+        raise ConfigError(f"model.device: {problem}")
 
 
 def _apply_threads(cfg: ExperimentConfig) -> None:

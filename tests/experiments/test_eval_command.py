@@ -81,3 +81,15 @@ def test_missing_plugin_file_is_named(tmp_path) -> None:
     result = _invoke(str(tmp_path), "--plugin", str(tmp_path / "absent_suite.py"))
     assert result.exit_code == 2
     assert "absent_suite.py" in _one_error_line(result)
+
+
+def test_a_device_this_process_lacks_is_named_before_anything_loads(tmp_path) -> None:
+    import torch
+
+    bad = ["nosuchdevice", "cuda:64"] + ([] if torch.cuda.is_available() else ["cuda"])
+    for device in bad:
+        result = _invoke("--model", "tiny-coder", "--device", device, "--out", str(tmp_path))
+        assert result.exit_code == 2, result.output
+        line = _one_error_line(result)
+        assert "--device" in line and device in line
+    assert list(tmp_path.iterdir()) == []

@@ -12,6 +12,7 @@ import typer
 
 from redqueen._registry import UnknownNameError
 from redqueen.experiments._display import error_line, shown, shown_lines
+from redqueen.experiments.build import device_problem
 from redqueen.experiments.evaluation._compare import comparison_table, split_baselines
 from redqueen.experiments.evaluation._evaluate import evaluate_run
 from redqueen.experiments.evaluation._problem_file import ProblemFileSuite
@@ -80,6 +81,9 @@ def eval_command(
     run_dirs = list(run_dirs or [])
     baselines = list(baseline or [])
     _check_inputs(run_dirs, model, list(adapter or []), baselines)
+    problem = device_problem(device)
+    if problem is not None:
+        raise _fail(f"--device: {problem}")
     _load_plugins(plugins or [])
     _check_benchmark(benchmark, problems)
     for path in baselines:
@@ -91,14 +95,26 @@ def eval_command(
         raise _fail(_first_line(error)) from None
     if model is not None:
         _evaluate_model(
-            model, suite, adapters=list(adapter or []), out=out, limit=limit, device=device,
-            batch_size=batch_size, workers=workers,
+            model,
+            suite,
+            adapters=list(adapter or []),
+            out=out,
+            limit=limit,
+            device=device,
+            batch_size=batch_size,
+            workers=workers,
         )
         return
     reports = [
         _evaluate_run(
-            run_dir, suite, baselines=baselines, limit=limit, device=device,
-            batch_size=batch_size, workers=workers, cpu_threads=cpu_threads,
+            run_dir,
+            suite,
+            baselines=baselines,
+            limit=limit,
+            device=device,
+            batch_size=batch_size,
+            workers=workers,
+            cpu_threads=cpu_threads,
         )
         for run_dir in run_dirs
     ]
@@ -120,7 +136,11 @@ def _check_inputs(
 ) -> None:
     """Run directories or ``--model``, with the options that go with each, and that they exist."""
     if (model is None) == (not run_dirs):
-        raise _fail("give run directories or --model, not both" if run_dirs else "give run directories or --model")
+        raise _fail(
+            "give run directories or --model, not both"
+            if run_dirs
+            else "give run directories or --model"
+        )
     if adapters and model is None:
         raise _fail("--adapter needs --model (a run directory's members are its adapters)")
     if baselines and model is not None:
@@ -165,13 +185,21 @@ def _evaluate_model(
     """``--model``: the model bare and with each adapter, the report printed and written."""
     try:
         report = evaluate_model(
-            model, suite, adapters=adapters, out=out, limit=limit, device=device,
-            batch_size=batch_size, workers=workers,
+            model,
+            suite,
+            adapters=adapters,
+            out=out,
+            limit=limit,
+            device=device,
+            batch_size=batch_size,
+            workers=workers,
         )
     except _BAD_INPUT as error:
         raise _fail(_first_line(error)) from None
     print(shown_lines(report.to_markdown()))
-    print(f"wrote {shown(out / f'eval_{report.suite}.json')} and {shown(out / f'eval_{report.suite}.md')}")
+    print(
+        f"wrote {shown(out / f'eval_{report.suite}.json')} and {shown(out / f'eval_{report.suite}.md')}"
+    )
 
 
 def _evaluate_run(
@@ -224,4 +252,3 @@ def _problem_suite(path: Path, workers: int | None) -> ProblemFileSuite:
 
     with Executor(workers=workers) as executor:
         return ProblemFileSuite.from_file(path, executor)
-
