@@ -9,13 +9,14 @@ to those sizes (:meth:`RunLogs.truncate_logs`), and a reader of a running run st
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import json
 import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from redqueen.experiments._safe_paths import open_in, read_in
 from redqueen.experiments.runlock import writer_active
@@ -96,7 +97,9 @@ class RunLogs:
                 handle.write(json.dumps(jsonable(row), separators=(", ", ": ")) + "\n")
             handle.flush()
         except OSError as error:
-            raise RunDirectoryError(f"{self.log_path(kind)}: cannot write ({error.strerror or error})") from None
+            raise RunDirectoryError(
+                f"{self.log_path(kind)}: cannot write ({error.strerror or error})"
+            ) from None
 
     def sync_logs(self) -> None:
         """Flush the logs to disk (called before a checkpoint records their sizes)."""
@@ -105,7 +108,9 @@ class RunLogs:
                 handle.flush()
                 os.fsync(handle.fileno())
             except OSError as error:
-                raise RunDirectoryError(f"{self.log_path(kind)}: cannot write ({error.strerror or error})") from None
+                raise RunDirectoryError(
+                    f"{self.log_path(kind)}: cannot write ({error.strerror or error})"
+                ) from None
 
     def log_offsets(self) -> dict[str, int]:
         """Current byte size of each log, by file name."""
@@ -129,28 +134,39 @@ class RunLogs:
         writes each step's rows exactly once.
         """
         self.close_logs()
-        for name in LOG_FILES.values():
-            path = self.path / name
-            size = int(offsets.get(name, 0))
-            try:
-                with os.fdopen(open_in(self.path, name, os.O_RDWR | os.O_CREAT), "r+b") as handle:
-                    if handle.seek(0, os.SEEK_END) < size:
-                        raise RunDirectoryError(
-                            f"{path} is shorter ({handle.tell()} bytes) than the checkpoint records "
-                            f"({size} bytes): rows the checkpoint counts on are gone"
-                        )
-                    handle.truncate(size)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            except OSError as error:
-                raise RunDirectoryError(f"{path}: cannot cut back to the checkpoint ({error.strerror or error})") from None
+        for check_only in (True, False):  # every log is checked before any is cut
+            for name in LOG_FILES.values():
+                self._cut_log(name, int(offsets.get(name, 0)), check_only=check_only)
+
+    def _cut_log(self, name: str, size: int, *, check_only: bool) -> None:
+        """Check that the log's first ``size`` bytes are whole JSON rows, or cut it there."""
+        path = self.path / name
+        try:
+            with os.fdopen(open_in(self.path, name, os.O_RDWR | os.O_CREAT), "r+b") as handle:
+                if handle.seek(0, os.SEEK_END) < size:
+                    raise RunDirectoryError(
+                        f"{path} is shorter ({handle.tell()} bytes) than the checkpoint records "
+                        f"({size} bytes): rows the checkpoint counts on are gone"
+                    )
+                if check_only:
+                    _check_rows(handle, size, path)
+                    return
+                handle.truncate(size)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as error:
+            raise RunDirectoryError(
+                f"{path}: cannot cut back to the checkpoint ({error.strerror or error})"
+            ) from None
 
     def close_logs(self) -> None:
         """Close the log files (safe to call twice)."""
         handles = list(self._handles.values())
         self._handles.clear()
         for handle in handles:
-            with contextlib.suppress(OSError):  # a full disk fails the flush; the error was reported
+            with contextlib.suppress(
+                OSError
+            ):  # a full disk fails the flush; the error was reported
                 handle.close()
 
     def read_log(self, kind: str) -> list[dict[str, Any]]:
@@ -211,3 +227,48 @@ class RunLogs:
         except CheckpointError:
             return -1
         return ckpt.offsets.get(name, 0) if ckpt is not None else 0
+
+
+#: The last row of a log's checked part is parsed when it is at most this long.
+_LAST_ROW_BYTES = 1 << 20
+
+
+def _check_rows(handle: BinaryIO, size: int, path: Path) -> None:
+    """The first ``size`` bytes of a log are UTF-8 text ending in a whole JSON row.
+
+    Raises:
+        RunDirectoryError: Naming the log, when the part a checkpoint counts on is damaged.
+    """
+    if size == 0:
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    handle.seek(0)
+    left = size
+    try:
+        while left:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            decoder.decode(chunk)
+            left -= len(chunk)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        raise RunDirectoryError(
+            f"{path}: the {size} bytes the checkpoint counts on are not UTF-8 text: "
+            "the log is damaged"
+        ) from None
+    start = max(0, size - _LAST_ROW_BYTES)
+    handle.seek(start)
+    tail = handle.read(size - start)
+    if not tail.endswith(b"\n"):
+        raise RunDirectoryError(
+            f"{path}: the checkpoint's {size} bytes do not end with a whole row: the log is damaged"
+        )
+    rows = tail[:-1].rsplit(b"\n", 1)
+    if len(rows) == 2 or start == 0:
+        try:
+            json.loads(rows[-1])
+        except ValueError:
+            raise RunDirectoryError(
+                f"{path}: the last row the checkpoint counts on is not JSON: the log is damaged"
+            ) from None

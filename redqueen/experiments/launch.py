@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -37,11 +38,54 @@ __all__ = ["resume_run", "start_run"]
 _log = logging.getLogger("redqueen.experiments.runner")
 
 
+#: Settings a resumed run may change: how long, where and how it runs, what it logs; every
+#: other setting shapes the state a checkpoint holds (``fixed_settings``).
+RESUMABLE_SETTINGS = (
+    "steps",
+    "checkpoint_every",
+    "logging",
+    "engine",
+    "model.device",
+    "model.cpu_threads",
+    "model.backend",
+)
+
+
+def fixed_settings(config: ExperimentConfig) -> dict[str, Any]:
+    """The resolved configuration less :data:`RESUMABLE_SETTINGS`: what a checkpoint records and
+    a resume compares with ``config.yaml``."""
+    resolved = config.to_yaml_dict()
+    for key in RESUMABLE_SETTINGS:
+        *parents, name = key.split(".")
+        section: Any = resolved
+        for parent in parents:
+            section = section.get(parent, {}) if isinstance(section, dict) else {}
+        if isinstance(section, dict):
+            section.pop(name, None)
+    return json.loads(json.dumps(resolved))  # as a checkpoint stores it: tuples become lists
+
+
+def _first_difference(recorded: Any, current: Any, where: str = "") -> str | None:
+    """The dotted key of the first setting that differs, with both values; None if none does."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        for key in sorted(set(recorded) | set(current), key=str):
+            found = _first_difference(
+                recorded.get(key, "<absent>"), current.get(key, "<absent>"), f"{where}{key}."
+            )
+            if found is not None:
+                return found
+        return None
+    if recorded == current or (recorded != recorded and current != current):  # NaN is NaN
+        return None
+    return f"{where.rstrip('.')} is {current!r} in config.yaml, but the run's checkpoint has {recorded!r}"
+
+
 def _runner_settings(config: ExperimentConfig) -> dict[str, Any]:
     return {
         "steps": config.steps,
         "checkpoint_every": config.checkpoint_every,
         "keep_checkpoints": config.logging.keep_checkpoints,
+        "settings": fixed_settings(config),
     }
 
 
@@ -181,12 +225,12 @@ def resume_run(
         start = ckpt.step if ckpt is not None else 0
         if steps is not None:
             config = _with_steps(config, steps, start, run_dir)
+        if ckpt is not None:
+            _check_settings(ckpt, config, run_dir)
         state = ckpt.load_state() if ckpt is not None else None
         env = build_environment(config)
         if ckpt is not None and state is not None:
             _restore(env, ckpt, state, run_dir)
-        if steps is not None:
-            run_dir.write_config(config.to_yaml_dict())
         _truncate_to(run_dir, ckpt)
         runner = Runner(
             env=env,
@@ -201,6 +245,8 @@ def resume_run(
         # lineage.csv and population/ may be newer than the checkpoint if the run died in between.
         with run_dir.publishing():
             runner.write_lineage_and_population()
+        if steps is not None:  # last: a resume refused on the way leaves config.yaml as it was
+            run_dir.write_config(config.to_yaml_dict())
     except BaseException:
         if env is not None:
             env.close()
@@ -230,7 +276,26 @@ def _with_steps(
         raise ConfigError(f"--steps {steps}: {' '.join(str(error).split())}") from None
 
 
-def _restore(env: Environment, ckpt: Checkpoint, state: dict[str, Any], run_dir: RunDirectory) -> None:
+def _check_settings(ckpt: Checkpoint, config: ExperimentConfig, run_dir: RunDirectory) -> None:
+    """``config.yaml`` still says what the checkpoint ran with (checkpoints that record it).
+
+    Raises:
+        RunError: Naming the first setting that differs.
+    """
+    recorded = ckpt.extra.get("settings")
+    if not isinstance(recorded, dict):
+        return  # written before checkpoints recorded their settings
+    difference = _first_difference(recorded, fixed_settings(config))
+    if difference is not None:
+        raise RunError(
+            f"{run_dir.config_path}: {difference}; was config.yaml edited after the run started? "
+            f"(a resume may change only {', '.join(RESUMABLE_SETTINGS)})"
+        )
+
+
+def _restore(
+    env: Environment, ckpt: Checkpoint, state: dict[str, Any], run_dir: RunDirectory
+) -> None:
     """Load a checkpoint's state into ``env`` and check its member ids.
 
     Raises:
@@ -256,6 +321,7 @@ def _truncate_to(run_dir: RunDirectory, ckpt: Checkpoint | None) -> None:
             _log.warning(
                 "%s has no checkpoint: the run starts over from its seed, and the %d "
                 "step(s) in its logs are discarded",
-                run_dir.checkpoints_dir, logged,
+                run_dir.checkpoints_dir,
+                logged,
             )
     run_dir.truncate_logs(ckpt.offsets if ckpt is not None else {})

@@ -25,7 +25,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,6 +129,8 @@ class Runner:
         last_checkpoint_step: Step of the checkpoint this runner starts from (resume).
         elapsed: Wall-clock seconds already spent by earlier processes of this run.
         lock: The run directory's lock, released by :meth:`close`.
+        settings: The configuration the run's state depends on, recorded in each checkpoint
+            (``None``: not recorded).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class Runner:
         last_checkpoint_step: int | None = None,
         elapsed: float = 0.0,
         lock: RunLock | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> None:
         if steps < 0:
             raise RunError(f"steps must be >= 0, got {steps}")
@@ -162,6 +165,9 @@ class Runner:
         self._stop = threading.Event()
         self._lock = lock
         self.stop_signal: int | None = None
+        #: What the run's state depends on, recorded in every checkpoint so that a resume can
+        #: tell a ``config.yaml`` edited after the start (``launch.fixed_settings``).
+        self.settings = dict(settings) if settings is not None else None
 
     @property
     def step_count(self) -> int:
@@ -188,7 +194,9 @@ class Runner:
                 step=self.step_count,
                 state=state,
                 offsets=self.run_dir.log_offsets(),
-                extra={"elapsed": self.elapsed},
+                extra={"elapsed": self.elapsed}
+                if self.settings is None
+                else {"elapsed": self.elapsed, "settings": self.settings},
                 keep=self.keep_checkpoints or None,
             )
         self._last_checkpoint_step = ckpt.step
@@ -283,7 +291,9 @@ class Runner:
         try:
             return make_plots(self.run_dir.path).notes
         except Exception as error:  # the run itself is complete and checkpointed by now
-            return [f"plots failed ({type(error).__name__}: {error}); retry with: redqueen plot {self.run_dir.path}"]
+            return [
+                f"plots failed ({type(error).__name__}: {error}); retry with: redqueen plot {self.run_dir.path}"
+            ]
 
     def _install_signals(self) -> dict[int, Any] | None:
         if threading.current_thread() is not threading.main_thread():

@@ -27,11 +27,20 @@ SETTINGS = [
     "population.teachers=4",
     "population.students=4",
     "evolution.replace_every=2",
-    "environment.tasks_per_teacher=4", "environment.options={hidden: 8}",
+    "environment.tasks_per_teacher=4",
+    "environment.options={hidden: 8}",
 ]
 ARGS = ["--plugin", "redqueen.environments.surrogate"] + [a for s in SETTINGS for a in ("--set", s)]
-METRIC_KEYS = {"step", "seconds", "solve_rate", "teacher_reward", "valid_share", "best_rating",
-               "genotypic_diversity", "behavioural_diversity"}
+METRIC_KEYS = {
+    "step",
+    "seconds",
+    "solve_rate",
+    "teacher_reward",
+    "valid_share",
+    "best_rating",
+    "genotypic_diversity",
+    "behavioural_diversity",
+}
 
 cli = CliRunner()
 
@@ -45,7 +54,9 @@ def _snapshot(path) -> dict:
     """Everything a resumed run must reproduce; wall-clock seconds excluded."""
     run = RunDirectory(path)
     return {
-        "metrics": [{k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")],
+        "metrics": [
+            {k: v for k, v in row.items() if k != "seconds"} for row in run.read_log("metrics")
+        ],
         "tasks": run.read_log("tasks"),
         "ratings": run.read_log("ratings"),
         "lineage": run.lineage_path.read_text(),
@@ -72,7 +83,9 @@ def test_run_directory_is_complete_and_valid(reference):
     assert [int(row["step"]) for row in metrics] == list(range(STEPS))
     assert all(METRIC_KEYS <= set(row) for row in metrics)
     ratings = run.read_log("ratings")
-    assert ratings and all({"step", "id", "role", "mu", "sigma", "lcb", "objectives"} <= set(r) for r in ratings)
+    assert ratings and all(
+        {"step", "id", "role", "mu", "sigma", "lcb", "objectives"} <= set(r) for r in ratings
+    )
     assert all({"step", "teacher", "task_type", "valid"} <= set(r) for r in run.read_log("tasks"))
 
     lineage = Lineage.from_csv(run.lineage_path)  # raises if an ancestor id is missing
@@ -97,7 +110,9 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
     code = "from redqueen.experiments.cli import main; main()"
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "run", "surrogate", "--out", str(out), "--no-plots", *ARGS],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     run = RunDirectory(out)
@@ -107,7 +122,11 @@ def test_resume_after_sigkill_matches_an_uninterrupted_run(reference, tmp_path):
         while time.monotonic() < deadline and proc.poll() is None:
             ckpt = latest_checkpoint(run.checkpoints_dir) if run.checkpoints_dir.is_dir() else None
             # The raw file: read_log stops at the checkpoint while the run holds its lock.
-            if ckpt is not None and ckpt.step >= 2 and run.log_path("metrics").read_text().count("\n") > ckpt.step:
+            if (
+                ckpt is not None
+                and ckpt.step >= 2
+                and run.log_path("metrics").read_text().count("\n") > ckpt.step
+            ):
                 os.killpg(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.01)
@@ -163,11 +182,29 @@ def test_readme_plugin_example_runs(tmp_path):
     plugin = tmp_path / "my_plugins.py"
     plugin.write_text(code)
     out = tmp_path / "run"
-    _invoke("run", "surrogate", "--out", str(out), "--no-plots", "--plugin", str(plugin),
-            "--plugin", "redqueen.environments.surrogate", "--set", "steps=2",
-            "--set", "population.teachers=4", "--set", "population.students=4",
-            "--set", "evolution.replace_every=1", "--set", "evolution.selection=youngest_best",
-            "--set", "evolution.operators={scale_b: 1.0}")
+    _invoke(
+        "run",
+        "surrogate",
+        "--out",
+        str(out),
+        "--no-plots",
+        "--plugin",
+        str(plugin),
+        "--plugin",
+        "redqueen.environments.surrogate",
+        "--set",
+        "steps=2",
+        "--set",
+        "population.teachers=4",
+        "--set",
+        "population.students=4",
+        "--set",
+        "evolution.replace_every=1",
+        "--set",
+        "evolution.selection=youngest_best",
+        "--set",
+        "evolution.operators={scale_b: 1.0}",
+    )
     operators = {r.operator for r in Lineage.from_csv(out / "lineage.csv").records if r.parents}
     assert operators == {"scale_b"}
     assert RunDirectory(out).read_plugins()[0] == str(plugin.resolve())
@@ -216,3 +253,74 @@ def test_resume_without_a_checkpoint_says_it_discards_logged_steps(reference, tm
         _invoke("resume", str(out), "--no-plots")
     assert f"the {STEPS} step(s) in its logs are discarded" in caplog.text
     assert _snapshot(out) == _snapshot(reference)
+
+
+def _refused(*args: str) -> str:
+    result = cli.invoke(app, list(args))
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.output
+    return lines[0]
+
+
+def _files(path) -> dict:
+    return {p.relative_to(path): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_a_refused_resume_with_new_steps_leaves_config_yaml_as_it_was(reference, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    metrics = copy / "metrics.jsonl"
+    metrics.write_bytes(metrics.read_bytes()[:50])  # shorter than the checkpoint records
+    before = _files(copy)
+    assert "metrics.jsonl is shorter" in _refused("resume", str(copy), "--steps", str(STEPS + 2))
+    assert _files(copy) == before
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("teachers: 4", "teachers: 2", "population.teachers"),
+        ("rank: 4", "rank: 2", "population.rank"),
+        ("seed: 0", "seed: 1", "seed"),
+    ],
+)
+def test_a_config_yaml_edited_after_the_start_is_named_on_resume(
+    reference, tmp_path, old, new, key
+):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    config = copy / "config.yaml"
+    text = config.read_text()
+    assert old in text
+    config.write_text(text.replace(old, new, 1))
+    before = _files(copy)
+    line = _refused("resume", str(copy), "--steps", str(STEPS + 2), "--no-plots")
+    assert key in line and "edited" in line
+    assert _files(copy) == before
+
+
+def test_a_resume_may_change_where_and_how_long_a_run_goes(reference, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    config = copy / "config.yaml"
+    config.write_text(config.read_text().replace("checkpoint_every: 2", "checkpoint_every: 1"))
+    _invoke("resume", str(copy), "--steps", str(STEPS + 1), "--no-plots")
+    assert len(RunDirectory(copy).read_log("metrics")) == STEPS + 1
+
+
+def test_logs_damaged_inside_the_checkpointed_part_are_refused_before_anything_is_cut(
+    reference, tmp_path
+):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    ckpt = latest_checkpoint(copy / "checkpoints")
+    size = ckpt.offsets["metrics.jsonl"]
+    metrics = copy / "metrics.jsonl"
+    metrics.write_bytes(os.urandom(size + 10))
+    before = _files(copy)
+    assert "metrics.jsonl" in _refused("resume", str(copy), "--no-plots")
+    assert _files(copy) == before
+    # Text that stops mid-row at the checkpoint's offset is damage too.
+    metrics.write_bytes(b'{"step": 1}\n' + b"x" * size)
+    assert "whole row" in _refused("resume", str(copy), "--no-plots")
