@@ -298,18 +298,29 @@ def run_sweep(
     trials = plan_trials(source, grid, seeds, out, overrides)
     if out.is_dir():  # a sweep being continued: no trial may be reached through a link
         check_links(out, MANIFEST, *(t.path.relative_to(out) for t in trials))
-    out.mkdir(parents=True, exist_ok=True)
-    write_manifest(out, source, grid, seeds, overrides, trials, plugins)
-    _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
+        _check_continues(out, source, grid, overrides, trials)
     try:
         import ray.tune  # noqa: F401
     except ImportError:
-        _log.info("Ray is not installed: the trials run one after another "
-                  "(pip install 'redqueen[ray]' runs them side by side)")
-        _run_in_turn(source, trials, plots=plots, plugins=plugins)
-    else:
-        _run_on_ray(source, trials, address=address, cpus_per_trial=cpus_per_trial,
-                    max_concurrent=max_concurrent, plots=plots, plugins=plugins, out=out)
+        ray_started: bool | None = None
+    else:  # before anything is written: a bad address leaves the sweep directory as it was
+        ray_started = _start_ray(address)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        write_manifest(out, source, grid, seeds, overrides, trials, plugins)
+        _log.info("sweep %s: %d conditions x %d seeds = %d trials", out, len(trials) // seeds, seeds, len(trials))
+        if ray_started is None:
+            _log.info("Ray is not installed: the trials run one after another "
+                      "(pip install 'redqueen[ray]' runs them side by side)")
+            _run_in_turn(source, trials, plots=plots, plugins=plugins)
+        else:
+            _run_on_ray(source, trials, cpus_per_trial=cpus_per_trial,
+                        max_concurrent=max_concurrent, plots=plots, plugins=plugins, out=out)
+    finally:
+        if ray_started:
+            import ray
+
+            ray.shutdown()
     groups: dict[str, list[Path]] = {}
     for trial in trials:
         groups.setdefault(trial.condition, []).append(trial.path)
@@ -340,12 +351,60 @@ def _run_in_turn(source: str, trials: Sequence[Trial], *, plots: bool, plugins: 
         _trial_done(done, len(trials), f"{trial.condition} seed {trial.seed}")
 
 
-def _run_on_ray(source: str, trials: Sequence[Trial], *, address: str | None, cpus_per_trial: float,
+def _check_continues(
+    out: Path, source: str, grid: Mapping[str, Sequence[str]], overrides: Sequence[str],
+    trials: Sequence[Trial],
+) -> None:
+    """A sweep directory that already holds ``sweep.json`` is continued only by the same sweep
+    (more seeds may be added: every trial it lists must still be planned).
+
+    Raises:
+        ValueError: Naming the directory and what differs.
+    """
+    if not (out / MANIFEST).exists():
+        return
+    try:
+        recorded = json.loads(read_in(out, MANIFEST).decode("utf-8"))
+        listed = {str(trial["path"]) for trial in recorded["trials"]}
+        same = (
+            recorded["config"] == source
+            and {k: list(v) for k, v in recorded["grid"].items()} == {k: list(v) for k, v in grid.items()}
+            and list(recorded["overrides"]) == list(overrides)
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{out / MANIFEST}: not a sweep manifest ({type(error).__name__}: {error})") from None
+    planned = {str(t.path.relative_to(out)) for t in trials}
+    if not same or not listed <= planned:
+        raise ValueError(
+            f"{out} holds another sweep (its {MANIFEST} records another config, grid, overrides "
+            "or more seeds); give a new --out, or the same command to continue it"
+        )
+
+
+def _start_ray(address: str | None) -> bool:
+    """Connect to (or start) Ray; whether this call started it (and so shuts it down).
+
+    Raises:
+        ValueError: If Ray cannot start or reach ``address`` (one line).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    try:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.WARNING, runtime_env={"env_vars": _env_for_workers()})
+    except (ConnectionError, RuntimeError, ValueError, OSError) as error:
+        where = f"address {address!r}" if address else "this machine"
+        raise ValueError(f"cannot start Ray on {where}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+    return True
+
+
+def _run_on_ray(source: str, trials: Sequence[Trial], *, cpus_per_trial: float,
                 max_concurrent: int, plots: bool, plugins: Sequence[str], out: Path) -> None:
-    """Every trial as a Ray Tune trial; Tune's own output and loggers are off."""
+    """Every trial as a Ray Tune trial (Ray already started); Tune's own output and loggers are off."""
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # the legacy reporter at verbose=0 prints nothing
     os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")  # no CSV/JSON/TensorBoard in .tune
-    import ray
     from ray import tune
 
     class _Progress(tune.Callback):
@@ -355,27 +414,19 @@ def _run_on_ray(source: str, trials: Sequence[Trial], *, address: str | None, cp
             self.done += 1
             _trial_done(self.done, len(trials), Path(trial.config["trial"]["path"]).relative_to(out).as_posix())
 
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.WARNING, runtime_env={"env_vars": _env_for_workers()})
-    try:
-        tuner = tune.Tuner(
-            tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
-            param_space={"trial": tune.grid_search([
-                {"source": source, "overrides": list(t.overrides), "path": str(t.path),
-                 "plots": plots, "plugins": list(plugins)}
-                for t in trials
-            ])},
-            tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent or None, reuse_actors=True,
-                                        trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"),
-            run_config=tune.RunConfig(name="tune", storage_path=str(out / ".tune"), verbose=0,
-                                      callbacks=[_Progress()]),
-        )
-        results = tuner.fit()
-    finally:
-        if started_here:
-            ray.shutdown()
+    tuner = tune.Tuner(
+        tune.with_resources(_trainable, {"cpu": cpus_per_trial}),
+        param_space={"trial": tune.grid_search([
+            {"source": source, "overrides": list(t.overrides), "path": str(t.path),
+             "plots": plots, "plugins": list(plugins)}
+            for t in trials
+        ])},
+        tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent or None, reuse_actors=True,
+                                    trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"),
+        run_config=tune.RunConfig(name="tune", storage_path=str(out / ".tune"), verbose=0,
+                                  callbacks=[_Progress()]),
+    )
+    results = tuner.fit()
     # ResultGrid is indexed, not iterable by declaration.
     failed = [results[i] for i in range(len(results)) if results[i].error is not None]
     if failed:
