@@ -148,6 +148,19 @@ def check_evolution(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
         check_operator_params(name, params)
     if evo.replace_every > 0:
         check_objective_counts(cfg, roles)
+        for role in roles:
+            size = _role_size(cfg, role)
+            if evo.elitism >= size > 0:
+                raise ConfigError(
+                    f"evolution.elitism: {evo.elitism} elites among the {size} members of the "
+                    f"{role} role leave none to cull; use at most {size - 1} "
+                    "(evolution.replace_every: 0 turns replacement off)"
+                )
+    if cfg.matchmaking.hall_of_fame_share > 0 and evo.snapshot_every == 0:
+        raise ConfigError(
+            f"matchmaking.hall_of_fame_share: {cfg.matchmaking.hall_of_fame_share} needs past "
+            "members, but evolution.snapshot_every is 0 (never snapshot)"
+        )
 
 
 def check_operator_params(name: str, params: Mapping[str, Any]) -> None:

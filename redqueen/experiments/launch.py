@@ -212,7 +212,7 @@ def resume_run(
             checkpoint's step.
     """
     from redqueen.experiments._run_config import load_run_config
-    from redqueen.experiments.build import build_environment
+    from redqueen.experiments.build import plan_environment
 
     run_dir = RunDirectory(path)
     run_dir.require()
@@ -225,10 +225,11 @@ def resume_run(
         start = ckpt.step if ckpt is not None else 0
         if steps is not None:
             config = _with_steps(config, steps, start, run_dir)
+        plan = plan_environment(config)  # the configuration's own faults are named first
         if ckpt is not None:
             _check_settings(ckpt, config, run_dir)
         state = ckpt.load_state() if ckpt is not None else None
-        env = build_environment(config)
+        env = plan.build()
         if ckpt is not None and state is not None:
             _restore(env, ckpt, state, run_dir)
         _truncate_to(run_dir, ckpt)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import ClassVar
+from types import UnionType
+from typing import ClassVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, model_validator
 from typing_extensions import Self
@@ -47,7 +48,20 @@ class Settings(BaseModel):
             if bad is not None:
                 path, shown = bad
                 raise ValueError(f"{path}: must be a finite number (got {shown})")
+            field = cls.model_fields.get(str(key))
+            if isinstance(value, bool) and field is not None and _number_not_bool(field.annotation):
+                # YAML's true/false would otherwise pass as 1/0 (``steps: true`` runs one step).
+                raise ValueError(f"{key}: must be a number, not {str(value).lower()}")
         return data
+
+
+def _number_not_bool(annotation: object) -> bool:
+    """Whether a field's type is a number (``int``, ``float``, optional or not) and not ``bool``."""
+    kinds = (
+        set(get_args(annotation)) if get_origin(annotation) in (Union, UnionType) else {annotation}
+    )
+    kinds.discard(type(None))
+    return bool(kinds) and kinds <= {int, float}
 
 
 def non_finite(value: object, path: str, *, strings: bool = False) -> tuple[str, str] | None:

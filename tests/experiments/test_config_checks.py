@@ -30,29 +30,71 @@ def _bad_run(tmp_path, args: list[str]) -> str:
 @pytest.mark.parametrize(
     ("overrides", "line"),
     [
-        (["evolution.operator_params={gaussian: {sigmaa: 0.1}}"],
-         "evolution.operator_params.gaussian.sigmaa: unknown parameter (known: fraction, sigma)"),
-        (["evolution.operator_params={gaussian: {sigma: -0.1}}"],
-         "evolution.operator_params.gaussian.sigma: input should be greater than or equal to 0 (got -0.1)"),
-        (["evolution.selection_params={tournsize_typo: 3}"],
-         "evolution.selection_params.tournsize_typo: unknown parameter (known: tournsize)"),
-        (["evolution.selection=nsga2"],
-         "evolution.selection: 'nsga2' needs at least 2 objectives per role, objectives.teacher has 1 (rating)"),
-        (["evolution.ranking=spea2", "objectives.teacher=[rating, solve_rate]"],
-         "evolution.ranking: 'spea2' needs at least 2 objectives per role, objectives.student has 1 (rating)"),
-        (["evolution.operators={task_vector: 1.0}", "evolution.operator_params={task_vector: {n_parents: 3}}"],
-         "evolution.operator_params.task_vector.n_parents: crossover 'task_vector' takes exactly 2 parents, got 3"),
-        (["evolution.operator_params={svd_merge: {n_parents: 1}}"],
-         "evolution.operator_params.svd_merge.n_parents: crossover 'svd_merge' takes at least 2 parents, got 1"),
-        (["evolution.operator_params={gaussian: {n_parents: 2}}"],
-         "evolution.operator_params.gaussian.n_parents: a mutation takes one parent"),
-        (["objectives.student=[rating, nope]"],
-         "objectives.student: unknown objective 'nope' (known: error, novelty, rating, rating_lcb, "
-         "rating_mu, solve_rate, student_reward)"),
-        (["learner.lr=0.1", "learner.epochs=2"], "learner: not read by environment 'surrogate' (set: lr, epochs)"),
+        (
+            ["evolution.operator_params={gaussian: {sigmaa: 0.1}}"],
+            "evolution.operator_params.gaussian.sigmaa: unknown parameter (known: fraction, sigma)",
+        ),
+        (
+            ["evolution.operator_params={gaussian: {sigma: -0.1}}"],
+            "evolution.operator_params.gaussian.sigma: input should be greater than or equal to 0 (got -0.1)",
+        ),
+        (
+            ["evolution.selection_params={tournsize_typo: 3}"],
+            "evolution.selection_params.tournsize_typo: unknown parameter (known: tournsize)",
+        ),
+        (
+            ["evolution.selection=nsga2"],
+            "evolution.selection: 'nsga2' needs at least 2 objectives per role, objectives.teacher has 1 (rating)",
+        ),
+        (
+            ["evolution.ranking=spea2", "objectives.teacher=[rating, solve_rate]"],
+            "evolution.ranking: 'spea2' needs at least 2 objectives per role, objectives.student has 1 (rating)",
+        ),
+        (
+            [
+                "evolution.operators={task_vector: 1.0}",
+                "evolution.operator_params={task_vector: {n_parents: 3}}",
+            ],
+            "evolution.operator_params.task_vector.n_parents: crossover 'task_vector' takes exactly 2 parents, got 3",
+        ),
+        (
+            ["evolution.operator_params={svd_merge: {n_parents: 1}}"],
+            "evolution.operator_params.svd_merge.n_parents: crossover 'svd_merge' takes at least 2 parents, got 1",
+        ),
+        (
+            ["evolution.operator_params={gaussian: {n_parents: 2}}"],
+            "evolution.operator_params.gaussian.n_parents: a mutation takes one parent",
+        ),
+        (
+            ["objectives.student=[rating, nope]"],
+            "objectives.student: unknown objective 'nope' (known: error, novelty, rating, rating_lcb, "
+            "rating_mu, solve_rate, student_reward)",
+        ),
+        (
+            ["learner.lr=0.1", "learner.epochs=2"],
+            "learner: not read by environment 'surrogate' (set: lr, epochs)",
+        ),
         (["model.name=gpt2"], "model.name: not read by environment 'surrogate'"),
-        (["environment.executor.timeout=9"], "environment.executor: not read by environment 'surrogate' (set: timeout)"),
+        (
+            ["environment.executor.timeout=9"],
+            "environment.executor: not read by environment 'surrogate' (set: timeout)",
+        ),
         (["population.solo=2"], "population.solo: not read by environment 'surrogate'"),
+        (
+            ["evolution.elitism=8"],
+            "evolution.elitism: 8 elites among the 8 members of the teacher role leave none to cull; "
+            "use at most 7 (evolution.replace_every: 0 turns replacement off)",
+        ),
+        (
+            ["evolution.snapshot_every=0", "matchmaking.hall_of_fame_share=0.5"],
+            "matchmaking.hall_of_fame_share: 0.5 needs past members, but evolution.snapshot_every "
+            "is 0 (never snapshot)",
+        ),
+        (["steps=true"], "steps: must be a number, not true [preset 'surrogate']"),
+        (
+            ["population.rank=false"],
+            "population.rank: must be a number, not false [preset 'surrogate']",
+        ),
     ],
 )
 def test_bad_parameters_and_unread_keys_exit_2_before_anything_runs(tmp_path, overrides, line):
@@ -75,7 +117,9 @@ def test_every_preset_passes_and_defaults_nobody_set_are_not_rejected():
     for name in PRESETS:
         check_config(load_config(name))
     # The learner's defaults, spelt out, are not a setting the surrogate would drop.
-    cfg = load_config("surrogate", ["learner.lr=1e-4", "model.name=tiny-coder", "model.cpu_threads=2"])
+    cfg = load_config(
+        "surrogate", ["learner.lr=1e-4", "model.name=tiny-coder", "model.cpu_threads=2"]
+    )
     assert "learner.lr" not in set_keys(cfg)
     check_config(cfg)
     check_config(load_config("game-ladder", ["environment.options={game: focusing, dims: 3}"]))
@@ -95,9 +139,21 @@ def test_a_plugin_with_a_typed_signature_is_checked_too(tmp_path):
         "    return [i % len(individuals) for i in range(k)]\n"
     )
     try:
-        line = _bad_run(tmp_path, ["surrogate", "--plugin", str(plugin), "--set", "evolution.selection=warm_test",
-                                   "--set", "evolution.selection_params={temperature: 0}"])
-        assert line == "evolution.selection_params.temperature: input should be greater than 0 (got 0)"
+        line = _bad_run(
+            tmp_path,
+            [
+                "surrogate",
+                "--plugin",
+                str(plugin),
+                "--set",
+                "evolution.selection=warm_test",
+                "--set",
+                "evolution.selection_params={temperature: 0}",
+            ],
+        )
+        assert (
+            line == "evolution.selection_params.temperature: input should be greater than 0 (got 0)"
+        )
         listed = runner.invoke(app, ["list", "--plugin", str(plugin)])
         assert "temperature: float = 1.0 (> 0)" in listed.stdout
     finally:
@@ -114,28 +170,39 @@ def test_a_plugin_environment_reads_what_its_constructor_takes():
     class Toy(Environment):  # its annotations name settings imported at the module's top
         roles = ("teacher", "student")
 
-        def __init__(self, *, population: PopulationSettings | None = None, seed: int = 0) -> None: ...
+        def __init__(
+            self, *, population: PopulationSettings | None = None, seed: int = 0
+        ) -> None: ...
         def step(self): ...
         def state_dict(self): ...
         def load_state_dict(self, state): ...
 
     class ToyWithLearner(Toy):
         def __init__(
-            self, *, population: PopulationSettings | None = None, learner: LearnerSettings | None = None
+            self,
+            *,
+            population: PopulationSettings | None = None,
+            learner: LearnerSettings | None = None,
         ) -> None: ...
 
     ENVIRONMENTS.register("toy_test")(Toy)
     ENVIRONMENTS.register("toy_learner_test")(ToyWithLearner)
     try:
-        check_config(load_config({"environment": {"name": "toy_test"}, "population": {"teachers": 3}}))
-        for section, value, where in (("learner", {"lr": 0.5}, "learner"),
-                                      ("matchmaking", {"floor": 0.5}, "matchmaking"),
-                                      ("evolution", {"grace": 2}, "evolution"),
-                                      ("population", {"solo": 2}, "population.solo")):
+        check_config(
+            load_config({"environment": {"name": "toy_test"}, "population": {"teachers": 3}})
+        )
+        for section, value, where in (
+            ("learner", {"lr": 0.5}, "learner"),
+            ("matchmaking", {"floor": 0.5}, "matchmaking"),
+            ("evolution", {"grace": 2}, "evolution"),
+            ("population", {"solo": 2}, "population.solo"),
+        ):
             cfg = load_config({"environment": {"name": "toy_test"}, section: value})
             with pytest.raises(ConfigError, match=rf"^{where}: not read by environment 'toy_test'"):
                 check_config(cfg)
-        check_config(load_config({"environment": {"name": "toy_learner_test"}, "learner": {"lr": 0.5}}))
+        check_config(
+            load_config({"environment": {"name": "toy_learner_test"}, "learner": {"lr": 0.5}})
+        )
     finally:
         ENVIRONMENTS.unregister("toy_test")
         ENVIRONMENTS.unregister("toy_learner_test")
@@ -157,10 +224,26 @@ def test_sweep_and_resume_check_too(tmp_path):
     from redqueen.experiments.sweep import plan_trials
 
     with pytest.raises(ConfigError, match=r"^evolution.selection_params.tournsize: "):
-        plan_trials("surrogate", {"evolution.selection_params": ["{tournsize: 0}"]}, 1, tmp_path / "sweep")
+        plan_trials(
+            "surrogate", {"evolution.selection_params": ["{tournsize: 0}"]}, 1, tmp_path / "sweep"
+        )
     out = tmp_path / "run"
-    done = runner.invoke(app, ["run", "surrogate", "--out", str(out), "--no-plots", "--set", "steps=1",
-                               "--set", "population.teachers=2", "--set", "population.students=2"])
+    done = runner.invoke(
+        app,
+        [
+            "run",
+            "surrogate",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--set",
+            "steps=1",
+            "--set",
+            "population.teachers=2",
+            "--set",
+            "population.students=2",
+        ],
+    )
     assert done.exit_code == 0, done.output
     config = yaml.safe_load((out / "config.yaml").read_text())
     config["learner"]["lr"] = 0.5
@@ -174,9 +257,15 @@ def test_list_shows_each_entry_parameters_as_plain_text():
     listed = runner.invoke(app, ["list"])
     assert listed.exit_code == 0
     lines = listed.stdout.splitlines()
-    below = {line.split()[0]: lines[i + 1].strip() for i, line in enumerate(lines[:-1])
-             if line.startswith("  ") and not line.startswith("    ")}
-    assert below["gaussian"] == "fraction: float = 0.25 (> 0, <= 1), sigma: float = 0.1 (>= 0); needs 1 parent"
+    below = {
+        line.split()[0]: lines[i + 1].strip()
+        for i, line in enumerate(lines[:-1])
+        if line.startswith("  ") and not line.startswith("    ")
+    }
+    assert (
+        below["gaussian"]
+        == "fraction: float = 0.25 (> 0, <= 1), sigma: float = 0.1 (>= 0); needs 1 parent"
+    )
     assert below["task_vector"].endswith("needs 2 parents")
     assert below["nsga3"] == "n_partitions: int = 12 (>= 1); needs >= 2 objectives"
     assert "``" not in listed.stdout and ":class:" not in listed.stdout
