@@ -265,16 +265,15 @@ def _with_steps(
         RunError: If ``steps`` is below the ``start`` steps already run.
         ConfigError: If the total is out of range.
     """
-    from redqueen.experiments.config import ConfigError, ExperimentConfig
+    from redqueen.experiments.config import ConfigError, validate_config
 
+    if isinstance(steps, bool) or not isinstance(steps, int):
+        raise ConfigError(f"--steps: must be a whole number, got {steps!r}")
     if steps < start:
         raise RunError(f"--steps {steps} is below the {start} steps {run_dir.path} has already run")
     resolved = config.to_yaml_dict()
     resolved["steps"] = int(steps)
-    try:
-        return ExperimentConfig.model_validate(resolved)
-    except ValueError as error:
-        raise ConfigError(f"--steps {steps}: {' '.join(str(error).split())}") from None
+    return validate_config(resolved, label="--steps")
 
 
 def _check_settings(ckpt: Checkpoint, config: ExperimentConfig, run_dir: RunDirectory) -> None:

@@ -77,7 +77,9 @@ def load_plugins(*, shipped: bool = True) -> None:
         except KeyboardInterrupt:
             raise
         except _ExitCalled as called:
-            raise ValueError(f"plugin {label}: called os._exit({called.code!r}) while being imported") from None
+            raise ValueError(
+                f"plugin {label}: called os._exit({called.code!r}) while being imported"
+            ) from None
         except BaseException as error:  # an installed plug-in may raise anything, sys.exit too
             raise ValueError(
                 f"plugin {entry.name} ({entry.value}, entry point {ENTRY_POINT_GROUP}): cannot import "
@@ -94,6 +96,8 @@ def import_plugin(spec: str) -> str:
     Raises:
         ValueError: Naming the plug-in, if it cannot be found or fails to import.
     """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"plugin {spec!r}: give a module name or a .py file")
     path = Path(spec)
     try:
         if path.suffix == ".py":
@@ -117,13 +121,19 @@ def import_plugin(spec: str) -> str:
     except ValueError:
         raise
     except _ExitCalled as called:
-        raise ValueError(f"plugin {spec}: called os._exit({called.code!r}) while being imported") from None
+        raise ValueError(
+            f"plugin {spec}: called os._exit({called.code!r}) while being imported"
+        ) from None
     except SystemExit as error:  # sys.exit() in a plug-in must not end redqueen as if it succeeded
-        raise ValueError(f"plugin {spec}: called sys.exit({error.code!r}) while being imported") from None
+        raise ValueError(
+            f"plugin {spec}: called sys.exit({error.code!r}) while being imported"
+        ) from None
     except KeyboardInterrupt:
         raise
     except BaseException as error:  # the plug-in's own code may raise anything while importing
-        raise ValueError(f"plugin {spec}: cannot import ({type(error).__name__}: {one_line(error)})") from None
+        raise ValueError(
+            f"plugin {spec}: cannot import ({type(error).__name__}: {one_line(error)})"
+        ) from None
 
 
 def _exec_file(name: str, module_spec: importlib.machinery.ModuleSpec) -> None:
@@ -182,7 +192,9 @@ def _check_import_survives(label: str, load: Callable[[], object]) -> None:
         return
     read_end, write_end = os.pipe()
     try:
-        with warnings.catch_warnings():  # fork() of a threaded process warns (3.12+); the child only imports
+        with (
+            warnings.catch_warnings()
+        ):  # fork() of a threaded process warns (3.12+); the child only imports
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:

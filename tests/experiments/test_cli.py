@@ -45,16 +45,31 @@ def test_bad_config_exits_2_and_leaves_no_run_directory(tmp_path, overrides, mat
 
 def test_a_setup_failure_while_building_is_one_line(tmp_path):
     out = tmp_path / "runs" / "nodevice"
-    _bad(["run", "tiny", "--out", str(out), "--set", "model.device=nosuchdevice",
-          "--set", "population.teachers=1", "--set", "population.students=1"], "nosuchdevice")
+    _bad(
+        [
+            "run",
+            "tiny",
+            "--out",
+            str(out),
+            "--set",
+            "model.device=nosuchdevice",
+            "--set",
+            "population.teachers=1",
+            "--set",
+            "population.students=1",
+        ],
+        "nosuchdevice",
+    )
     assert not (tmp_path / "runs").exists()
 
 
 def test_cuda_without_a_cuda_device_is_named_before_the_model_loads(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
-    _bad(["run", "tiny", "--out", str(tmp_path / "r"), "--set", "model.device=cuda"],
-         "sees no CUDA device")
+    _bad(
+        ["run", "tiny", "--out", str(tmp_path / "r"), "--set", "model.device=cuda"],
+        "sees no CUDA device",
+    )
     assert not (tmp_path / "r").exists()
 
 
@@ -81,7 +96,10 @@ def test_resume_and_plot_need_a_run_directory(tmp_path):
 
 
 def test_usage_errors_through_main_are_one_line(capsys):
-    for argv, code in ((["run", "--no-such-option"], EXIT_BAD_INPUT), (["frobnicate"], EXIT_BAD_INPUT)):
+    for argv, code in (
+        (["run", "--no-such-option"], EXIT_BAD_INPUT),
+        (["frobnicate"], EXIT_BAD_INPUT),
+    ):
         with pytest.raises(SystemExit) as exit_info:
             main(argv)
         assert exit_info.value.code == code
@@ -103,8 +121,15 @@ def tiny_base(tmp_path_factory):
     """A two-layer Llama built from a config and saved, standing in for a base model on disk."""
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+    )
     path = tmp_path_factory.mktemp("base")
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(config).save_pretrained(path)
@@ -120,8 +145,10 @@ def run_with_population(tmp_path, tiny_base):
     model = AutoModelForCausalLM.from_pretrained(tiny_base)
     shapes = lora_shapes(model, ["q_proj", "v_proj"])
     rng = torch.Generator().manual_seed(1)
-    genomes = [(f"student-000{i}", LoRAGenome.random(shapes, rank=2, alpha=4.0, rng=rng, init="gaussian"))
-               for i in range(2)]
+    genomes = [
+        (f"student-000{i}", LoRAGenome.random(shapes, rank=2, alpha=4.0, rng=rng, init="gaussian"))
+        for i in range(2)
+    ]
     run = RunDirectory(tmp_path / "run")
     run.path.mkdir()
     run.write_config({"steps": 1})
@@ -141,7 +168,9 @@ def test_export_writes_a_loadable_peft_folder(tmp_path, run_with_population, tin
     assert result.exit_code == 0, result.output
     config = json.loads((out / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == str(tiny_base)
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(config["base_model_name_or_path"]), out)
+    model = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(config["base_model_name_or_path"]), out
+    )
     loaded = LoRAGenome.from_peft_model(model)
     for name in genomes["student-0001"].modules:
         a, b = genomes["student-0001"].factors(name)
@@ -154,7 +183,9 @@ def test_export_bad_input(tmp_path, run_with_population):
     out = tmp_path / "x"
     _bad(["export", str(run.path), "teacher-0009", str(out)], "unknown member 'teacher-0009'")
     _bad(["export", str(run.path), "../run", str(out)], "unknown member")
-    (run.population_dir / "student-0000" / "adapter_model.safetensors").write_bytes(b"not safetensors")
+    (run.population_dir / "student-0000" / "adapter_model.safetensors").write_bytes(
+        b"not safetensors"
+    )
     line = _bad(["export", str(run.path), "student-0000", str(out)], "corrupt adapter")
     assert "student-0000" in line
     assert not out.exists()
@@ -169,21 +200,34 @@ def test_export_of_a_tiny_coder_run_loads_from_another_directory(tmp_path, monke
     from redqueen.genomes import LoRAGenome, lora_shapes
 
     base = AutoModelForCausalLM.from_pretrained(tiny_coder_path())
-    genome = LoRAGenome.random(lora_shapes(base, ["q_proj", "v_proj"]), rank=2, alpha=4.0,
-                               rng=torch.Generator().manual_seed(2), init="gaussian")
+    genome = LoRAGenome.random(
+        lora_shapes(base, ["q_proj", "v_proj"]),
+        rank=2,
+        alpha=4.0,
+        rng=torch.Generator().manual_seed(2),
+        init="gaussian",
+    )
     run = RunDirectory(tmp_path / "run")
     run.path.mkdir()
-    run.write_config({"steps": 1, "model": {"name": "tiny-coder"}, "environment": {"name": "coevolution"}})
-    run.write_population([("teacher-0000", genome)], base_model="/another/machine/redqueen/assets/tiny-coder")
-    result = runner.invoke(app, ["export", str(run.path), "teacher-0000", str(tmp_path / "exported")])
+    run.write_config(
+        {"steps": 1, "model": {"name": "tiny-coder"}, "environment": {"name": "coevolution"}}
+    )
+    run.write_population(
+        [("teacher-0000", genome)], base_model="/another/machine/redqueen/assets/tiny-coder"
+    )
+    result = runner.invoke(
+        app, ["export", str(run.path), "teacher-0000", str(tmp_path / "exported")]
+    )
     assert result.exit_code == 0, result.output
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     config = json.loads((tmp_path / "exported" / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == str(tiny_coder_path())
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(config["base_model_name_or_path"]),
-                                      tmp_path / "exported")
+    model = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(config["base_model_name_or_path"]),
+        tmp_path / "exported",
+    )
     a, _ = LoRAGenome.from_peft_model(model).factors(genome.modules[0])
     assert torch.allclose(a, genome.factors(genome.modules[0])[0])
 
@@ -191,8 +235,22 @@ def test_export_of_a_tiny_coder_run_loads_from_another_directory(tmp_path, monke
 @pytest.fixture(scope="module")
 def surrogate_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("surrogate") / "run"
-    result = runner.invoke(app, ["run", "surrogate", "--out", str(out), "--no-plots", "--set", "steps=1",
-                                 "--set", "population.teachers=2", "--set", "population.students=2"])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "surrogate",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--set",
+            "steps=1",
+            "--set",
+            "population.teachers=2",
+            "--set",
+            "population.students=2",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return out
 
@@ -232,3 +290,30 @@ def test_the_command_line_logs_through_a_rich_handler():
     for handler in [h for h in logger.handlers if isinstance(h, RichHandler)]:
         logger.removeHandler(handler)
     logger.setLevel(logging.NOTSET)
+
+
+def test_an_empty_plugin_name_is_one_line():
+    _bad(["list", "--plugin", ""], "give a module name or a .py file")
+
+
+def test_resume_steps_past_the_range_is_one_plain_line(tmp_path):
+    out = tmp_path / "r"
+    done = runner.invoke(
+        app,
+        [
+            "run",
+            "surrogate",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--set",
+            "steps=1",
+            "--set",
+            "population.teachers=2",
+            "--set",
+            "population.students=2",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    line = _bad(["resume", str(out), "--steps", "1000000000", "--no-plots"], "steps:")
+    assert "pydantic" not in line and "validation error" not in line

@@ -93,3 +93,20 @@ def test_a_device_this_process_lacks_is_named_before_anything_loads(tmp_path) ->
         line = _one_error_line(result)
         assert "--device" in line and device in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_problem_file_that_is_not_text_names_the_file_and_line(tmp_path) -> None:
+    problems = tmp_path / "problems.jsonl"
+    problems.write_bytes(b'{"program": "def f(x):\\n    return x", "input": "1"}\n\xff\xfe\n')
+    result = _invoke("--model", "tiny-coder", "--problems", str(problems), "--out", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert f"{problems}:2: not UTF-8 text" in _one_error_line(result)
+
+
+def test_an_out_that_is_a_file_is_named_before_the_evaluation(tmp_path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("keep")
+    result = _invoke("--model", "tiny-coder", "--out", str(taken), "--limit", "1")
+    assert result.exit_code == 2, result.output
+    assert "is a file, not a folder" in _one_error_line(result)
+    assert taken.read_text() == "keep"

@@ -43,7 +43,12 @@ def read_problem_file(path: str | Path, executor: ProgramRunner) -> list[dict[st
 
     path = Path(path)
     rows: list[dict[str, object]] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        bad_line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{bad_line}: not UTF-8 text (byte {error.start})") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         if line.strip():
             rows.append(_read_row(line, f"{path}:{lineno}"))
             rows[-1]["line"] = lineno

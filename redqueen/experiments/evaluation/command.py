@@ -84,6 +84,8 @@ def eval_command(
     problem = device_problem(device)
     if problem is not None:
         raise _fail(f"--device: {problem}")
+    if model is not None and out.exists() and not out.is_dir():
+        raise _fail(f"--out {out} is a file, not a folder")
     _load_plugins(plugins or [])
     _check_benchmark(benchmark, problems)
     for path in baselines:
