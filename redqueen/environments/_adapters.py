@@ -54,7 +54,11 @@ def open_engine(
         raise ValueError(f"the host must hold no adapters, it holds {host.adapter_ids}")
     if hasattr(host, "make_learner"):  # a cluster host: learner steps and sandbox on its workers
         ray_host = cast("RayAdapterHost", host)
-        return ray_host, ray_host.make_learner(learner), ray_host.make_executor(executor.model_dump())
+        return (
+            ray_host,
+            ray_host.make_learner(learner),
+            ray_host.make_executor(executor.model_dump()),
+        )
     trainer = Learner(cast("AdapterHost", host), learner)
     return host, trainer, Executor(**executor.model_dump())
 
@@ -71,12 +75,20 @@ def _local_host(engine: EngineSettings) -> HostProtocol:
             target_modules=engine.target_modules,
             backend=engine.backend,
         )
-    except (OSError, ValueError) as error:
-        # Loading is I/O: say so, so that callers can name the model as the culprit.
-        message = str(error)
-        if engine.name not in message:
-            message = f"cannot load model {engine.name!r}: {message}"
-        raise OSError(message) from error
+    except ValueError as error:
+        if "target_modules" in str(error):  # the model loaded; the modules named are not in it
+            raise ValueError(f"model.target_modules: {error}") from error
+        raise _load_error(engine, error) from error
+    except OSError as error:
+        raise _load_error(engine, error) from error
+
+
+def _load_error(engine: EngineSettings, error: Exception) -> OSError:
+    """Loading is I/O: say so, so that callers can name the model as the culprit."""
+    message = str(error)
+    if engine.name not in message:
+        message = f"cannot load model {engine.name!r}: {message}"
+    return OSError(message)
 
 
 def _cluster_host(engine: EngineSettings, cluster: ClusterSettings) -> HostProtocol:

@@ -150,11 +150,11 @@ def check_evolution(cfg: ExperimentConfig, roles: Sequence[str]) -> None:
         check_objective_counts(cfg, roles)
         for role in roles:
             size = _role_size(cfg, role)
-            if evo.elitism >= size > 0:
+            if evo.elitism > size > 0:
                 raise ConfigError(
-                    f"evolution.elitism: {evo.elitism} elites among the {size} members of the "
-                    f"{role} role leave none to cull; use at most {size - 1} "
-                    "(evolution.replace_every: 0 turns replacement off)"
+                    f"evolution.elitism: {evo.elitism} elites, but the {role} role has {size} "
+                    f"members; use at most {size} (evolution.replace_every: 0 turns "
+                    "replacement off)"
                 )
     if cfg.matchmaking.hall_of_fame_share > 0 and evo.snapshot_every == 0:
         raise ConfigError(

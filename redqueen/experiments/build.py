@@ -11,7 +11,10 @@ building anything; :meth:`EnvironmentPlan.build` builds. :func:`build_environmen
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from redqueen._registry import UnknownNameError
@@ -43,9 +46,10 @@ class EnvironmentPlan:
             ConfigError: One line naming the key the environment refused, the model that does
                 not load, or the environment that cannot be built.
         """
-        _apply_threads(self.cfg)
         try:
-            return self.cls(**self.kwargs)
+            with _held_logs():  # a build that fails says one line, not the notes that led to it
+                _apply_threads(self.cfg)
+                return self.cls(**self.kwargs)
         except UnknownNameError as error:
             raise ConfigError(f"evolution: {error}") from None
         except KeyError as error:  # an objective no member reports
@@ -60,6 +64,26 @@ class EnvironmentPlan:
             raise ConfigError(f"environment: cannot build {name!r}: {message}") from None
 
 
+@contextmanager
+def _held_logs() -> Iterator[None]:
+    """Hold the ``redqueen`` logger's records; pass them on only if the block succeeds."""
+    logger = logging.getLogger("redqueen")
+    held: list[logging.LogRecord] = []
+
+    class _Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            held.append(record)
+
+    saved = logger.handlers[:], logger.propagate
+    logger.handlers, logger.propagate = [_Hold()], False
+    try:
+        yield
+    finally:
+        logger.handlers, logger.propagate = saved
+    for record in held:  # reached only when the block succeeded
+        logger.handle(record)
+
+
 def plan_environment(cfg: ExperimentConfig) -> EnvironmentPlan:
     """Check ``cfg`` against the registries and its environment, and resolve the environment's
     constructor arguments; nothing is built, nothing loaded.
@@ -69,6 +93,7 @@ def plan_environment(cfg: ExperimentConfig) -> EnvironmentPlan:
     """
     _check_device(cfg)
     check_config(cfg)
+    _check_backend(cfg)
     cls = environment_class(cfg)
     return EnvironmentPlan(cfg, cls, arguments(cls, cfg))
 
@@ -113,6 +138,18 @@ def device_problem(name: str, *, local: bool = True) -> str | None:
     if callable(available) and not available():
         return f"{name!r}, but this torch has no {device.type} device available"
     return None
+
+
+def _check_backend(cfg: ExperimentConfig) -> None:
+    """``model.backend`` is ``auto`` or a registered generation backend (before any model loads)."""
+    name = cfg.model.backend
+    if name == "auto":
+        return
+    from redqueen.engine.backends import BACKENDS
+
+    if name not in BACKENDS:
+        known = ", ".join(["auto", *sorted(BACKENDS)])
+        raise ConfigError(f"model.backend: unknown backend {name!r} (known: {known})")
 
 
 def _check_device(cfg: ExperimentConfig) -> None:

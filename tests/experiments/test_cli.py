@@ -317,3 +317,38 @@ def test_resume_steps_past_the_range_is_one_plain_line(tmp_path):
     assert done.exit_code == 0, done.output
     line = _bad(["resume", str(out), "--steps", "1000000000", "--no-plots"], "steps:")
     assert "pydantic" not in line and "validation error" not in line
+
+
+def test_an_unknown_backend_is_named_before_the_model_loads(tmp_path):
+    _bad(
+        ["run", "tiny", "--out", str(tmp_path / "r"), "--set", "model.backend=nosuch"],
+        "model.backend: unknown backend 'nosuch' (known: auto, hf",
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_target_modules_the_model_lacks_are_named_as_such(tmp_path):
+    # Only a loaded model tells which modules it has: its loading bar comes before the line.
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "tiny",
+            "--out",
+            str(tmp_path / "r"),
+            "--set",
+            "model.target_modules=[nosuch_proj]",
+        ],
+    )
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "Traceback" not in result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: model.target_modules:") and "nosuch_proj" in line
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_model_that_does_not_load_is_one_line(tmp_path):
+    _bad(
+        ["run", "tiny", "--out", str(tmp_path / "r"), "--set", f"model.name={tmp_path / 'none'}"],
+        "model.name:",
+    )

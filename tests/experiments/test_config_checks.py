@@ -81,9 +81,9 @@ def _bad_run(tmp_path, args: list[str]) -> str:
         ),
         (["population.solo=2"], "population.solo: not read by environment 'surrogate'"),
         (
-            ["evolution.elitism=8"],
-            "evolution.elitism: 8 elites among the 8 members of the teacher role leave none to cull; "
-            "use at most 7 (evolution.replace_every: 0 turns replacement off)",
+            ["evolution.elitism=9"],
+            "evolution.elitism: 9 elites, but the teacher role has 8 members; use at most 8 "
+            "(evolution.replace_every: 0 turns replacement off)",
         ),
         (
             ["evolution.snapshot_every=0", "matchmaking.hall_of_fame_share=0.5"],
