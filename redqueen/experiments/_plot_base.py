@@ -123,12 +123,13 @@ def load_run_data(path: str | os.PathLike[str]) -> RunData:
     if run_dir.lineage_path.is_file():
         try:
             text = read_in(run_dir.path, run_dir.lineage_path.name).decode("utf-8")
-            lineage = list(csv.DictReader(io.StringIO(text, newline="")))
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            lineage = list(reader)
         except (UnicodeDecodeError, csv.Error) as error:
             raise RunDirectoryError(
                 f"{run_dir.lineage_path}: not a readable CSV file ({error})"
             ) from None
-        if lineage and "id" not in lineage[0]:
+        if text.strip() and "id" not in (reader.fieldnames or ()):
             raise RunDirectoryError(f"{run_dir.lineage_path}: no 'id' column, not a lineage file")
         lineage = [row for row in lineage if row.get("id")]
     return RunData(

@@ -111,6 +111,11 @@ def test_a_lineage_file_without_ids_is_refused_by_name(tmp_path):
     run.lineage_path.write_text('not,a\n"bad', encoding="utf-8")
     with pytest.raises(RunDirectoryError, match="lineage.csv: no 'id' column"):
         load_run_data(run.path)
+    run.lineage_path.write_text("garbage,,,\n", encoding="utf-8")  # a header and no rows
+    with pytest.raises(RunDirectoryError, match="lineage.csv: no 'id' column"):
+        load_run_data(run.path)
+    run.lineage_path.write_text("", encoding="utf-8")  # empty reads as no lineage yet
+    assert load_run_data(run.path).lineage == []
 
 
 @pytest.mark.parametrize("name", ["lineage", "operators"])
