@@ -48,6 +48,8 @@ __all__ = ["ALL_REGISTRIES", "Needs", "ParameterError", "Registry", "RunFacts", 
 T = TypeVar("T")
 
 _ROLE = re.compile(r":\w+:`~?([^`]+)`")
+#: A registry key: printable, no whitespace (``svd_merge``, ``game-ladder``, ``qwen2.5-coder-7b``).
+_NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")
 
 #: Every registry ever created, by kind, for ``redqueen list``.
 ALL_REGISTRIES: dict[str, Registry] = {}
@@ -131,6 +133,10 @@ class Registry(Mapping[str, T], Generic[T]):
             data, e.g. presets).
         params_attr: Name of a class attribute holding each entry's pydantic parameter model
             (task domains keep theirs in ``settings_model``); read before the signature.
+        guard: Wraps each entry as it is registered, ``guard(name, entry) -> entry``, so that a
+            direct call of the entry checks its arguments as the registry's front door does
+            (operators: parents and ``rng``; selection schemes: ``k`` and the population). The
+            registry holds, and the decorator returns, the wrapped entry.
     """
 
     def __init__(
@@ -141,8 +147,10 @@ class Registry(Mapping[str, T], Generic[T]):
         needs: Needs | None = None,
         typed: bool = True,
         params_attr: str | None = None,
+        guard: Callable[[str, T], T] | None = None,
     ) -> None:
         self.kind = kind
+        self._guard = guard
         self.context = tuple(context)
         self.typed = typed
         self.params_attr = params_attr
@@ -164,29 +172,47 @@ class Registry(Mapping[str, T], Generic[T]):
         """Decorator that registers an object under ``name`` (default: its ``__name__``).
 
         Args:
-            name: Registry key.
+            name: Registry key: a non-empty string without whitespace (``svd_merge``,
+                ``game-ladder``, ``qwen2.5-coder-7b``), as config files and ``--set`` name it.
             params: A pydantic model of the entry's parameters; default: read from the typed
                 keyword-only arguments of the function (or the class's constructor).
             needs: What the entry needs (default: the registry's).
             overwrite: Replace an entry of the same name.
 
         Raises:
-            ValueError: If the name is taken and ``overwrite`` is false.
+            TypeError: If ``name`` is not a string.
+            ValueError: If ``name`` is empty or holds whitespace, or is taken and ``overwrite``
+                is false.
         """
+        if name is not None:
+            self._check_name(name)
 
         def decorator(obj: T) -> T:
-            key = name or getattr(obj, "__name__", None)
+            key = name if name is not None else getattr(obj, "__name__", None)
             if not key:
                 raise ValueError(f"cannot infer a {self.kind} name for {obj!r}; pass one")
+            self._check_name(key)
             if key in self._items and not overwrite:
                 raise ValueError(f"{self.kind} {key!r} is already registered")
-            self._items[key] = obj
+            entry = self._guard(key, obj) if self._guard is not None else obj
+            self._items[key] = entry
             self._models.pop(key, None)
             self._declared[key] = params
             self._needs[key] = needs or self._default_needs
-            return obj
+            return entry
 
         return decorator
+
+    def _check_name(self, name: object) -> None:
+        """Refuse a registry key that a config file could not name."""
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{self.kind} name must be a string, got {type(name).__name__}: {name!r}"
+            )
+        if not _NAME.fullmatch(name):
+            raise ValueError(
+                f"{self.kind} name must be a non-empty string without whitespace, got {name!r}"
+            )
 
     def params(self, name: str) -> type[BaseModel] | None:
         """The pydantic model of an entry's parameters (``None``: it takes none we can read).

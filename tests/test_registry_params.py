@@ -117,3 +117,39 @@ def test_the_evolution_loop_checks_parameters_when_built():
             EvolutionLoop(Population(), Lineage(), config)
     crossing = ReplacementConfig(operator_params={"svd_merge": {"n_parents": 3, "method": "qr"}})
     assert EvolutionLoop(Population(), Lineage(), crossing).config is crossing
+
+
+def test_registry_names_are_non_empty_strings_without_whitespace():
+    reg: Registry = Registry("test-names")
+    with pytest.raises(
+        ValueError, match=r"^test-names name must be a non-empty string without whitespace, got ''$"
+    ):
+        reg.register("")
+    with pytest.raises(TypeError, match=r"^test-names name must be a string, got int: 3$"):
+        reg.register(3)  # type: ignore[arg-type]
+    for bad in ("two words", " padded", "tab\there", "line\n"):
+        with pytest.raises(ValueError, match="without whitespace"):
+            reg.register(bad)
+    assert len(reg) == 0
+    for good in ("svd_merge", "game-ladder", "qwen2.5-coder-7b"):  # names shipped entries use
+        reg.register(good)(object())
+    assert list(reg) == ["svd_merge", "game-ladder", "qwen2.5-coder-7b"]
+
+
+def test_a_guard_wraps_each_entry_as_it_is_registered():
+    seen = []
+
+    def guard(name, fn):
+        def checked(*args, **kwargs):
+            seen.append(name)
+            return fn(*args, **kwargs)
+
+        return checked
+
+    reg: Registry = Registry("test-guarded", guard=guard)
+
+    @reg.register("double")
+    def double(x):
+        return 2 * x
+
+    assert reg["double"] is double and double(2) == 4 and seen == ["double"]
