@@ -12,6 +12,8 @@ The algebra works on factors only, never on a module's dense update:
 - :func:`genome_svd`, :func:`lowrank_svd`, :func:`lowrank_svd_many`, :func:`split_factors`,
   :func:`group_by_shape`, :func:`compute_dtype`: building blocks for operators.
 - :func:`lora_shapes`: ``(out, in)`` of the linear modules of a Hugging Face model.
+- :func:`check_generator`, :func:`check_seed`, :func:`generator_seed`: the one rule for the
+  ``torch.Generator`` every draw takes and for integer seeds (any integer, taken mod ``2**64``).
 """
 
 from __future__ import annotations
@@ -28,12 +30,17 @@ from redqueen.genomes._algebra import (
 from redqueen.genomes._distances import distance, inner, norm, pairwise_distances
 from redqueen.genomes._genome import GenomeMismatchError, LoRAGenome
 from redqueen.genomes._peft_io import lora_shapes
+from redqueen.genomes._seeds import SEED_MODULUS, check_generator, check_seed, generator_seed
 
 __all__ = [
     "GenomeMismatchError",
     "LoRAGenome",
+    "SEED_MODULUS",
+    "check_generator",
+    "check_seed",
     "compute_dtype",
     "distance",
+    "generator_seed",
     "genome_svd",
     "group_by_shape",
     "inner",

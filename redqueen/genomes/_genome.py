@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,27 @@ import torch
 from torch import Tensor
 
 from redqueen.genomes._errors import GenomeMismatchError
+from redqueen.genomes._seeds import check_generator
 
 #: Version tag written into :meth:`LoRAGenome.state_dict`, checked on load.
 STATE_FORMAT = "redqueen.lora_genome/1"
+
+
+def _check_rank_alpha(rank: object, alpha: object, where: str) -> None:
+    """Refuse a rank that is not a positive integer or an alpha that is not a positive number.
+
+    Raises:
+        TypeError: If either is not a real number (numpy scalars count).
+        ValueError: If the rank is not a positive integer or alpha not a positive finite number.
+    """
+    for name, value in (("rank", rank), ("alpha", alpha)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__}")
+    assert isinstance(rank, numbers.Real) and isinstance(alpha, numbers.Real)  # checked above
+    if not (math.isfinite(float(rank)) and float(rank).is_integer() and float(rank) >= 1):
+        raise ValueError(f"{where}: rank must be a positive integer, got {rank!r}")
+    if not math.isfinite(float(alpha)) or float(alpha) <= 0:
+        raise ValueError(f"{where}: alpha must be a positive number, got {alpha!r}")
 
 
 class LoRAGenome:
@@ -33,6 +52,8 @@ class LoRAGenome:
             when unknown. Two genomes with different known base models cannot be combined.
 
     Raises:
+        TypeError: If ``factors`` is not a mapping, a module's value is not an ``(A, B)`` pair
+            of torch tensors, or the rank or alpha is not a number.
         ValueError: If there are no modules, the rank or alpha is not positive, or factors have
             the wrong rank, are not 2-D or not floating point, or differ in dtype or device.
     """
@@ -47,10 +68,11 @@ class LoRAGenome:
         alpha: float,
         base_model: str | None = None,
     ) -> None:
-        if int(rank) != rank or rank < 1:
-            raise ValueError(f"LoRAGenome: rank must be a positive integer, got {rank!r}")
-        if not math.isfinite(float(alpha)) or float(alpha) <= 0:
-            raise ValueError(f"LoRAGenome: alpha must be a positive number, got {alpha!r}")
+        _check_rank_alpha(rank, alpha, "LoRAGenome")
+        if not isinstance(factors, Mapping):
+            raise TypeError(
+                f"LoRAGenome: factors must be a mapping of module name -> (A, B), got {type(factors).__name__}"
+            )
         if not factors:
             raise ValueError("LoRAGenome: factors is empty; a genome needs at least one module")
         checked: dict[str, tuple[Tensor, Tensor]] = {}
@@ -60,7 +82,18 @@ class LoRAGenome:
                 raise ValueError(
                     f"LoRAGenome: module names must be non-empty strings, got {name!r}"
                 )
+            if isinstance(pair, Tensor) or not isinstance(pair, Sequence) or len(pair) != 2:
+                raise TypeError(
+                    f"LoRAGenome: module {name!r}: factors must be an (A, B) pair of torch tensors, "
+                    f"got {type(pair).__name__}"
+                    + (f" of {len(pair)}" if isinstance(pair, Sequence) else "")
+                )
             a, b = pair
+            if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+                raise TypeError(
+                    f"LoRAGenome: module {name!r}: factors must be torch tensors, "
+                    f"got {type(a).__name__} and {type(b).__name__}"
+                )
             if a.ndim != 2 or b.ndim != 2:
                 raise ValueError(
                     f"LoRAGenome: module {name!r}: A and B must be 2-D, got {tuple(a.shape)} and {tuple(b.shape)}"
@@ -265,8 +298,16 @@ class LoRAGenome:
             device: Factor device (default: the generator's device).
 
         Raises:
-            ValueError: If ``init`` is unknown or a shape is not two positive integers.
+            TypeError: If ``rng`` is not a ``torch.Generator`` or ``shapes`` not a mapping.
+            ValueError: If ``init`` is unknown, the rank or alpha is not positive, or a shape
+                is not two positive integers.
         """
+        check_generator(rng, "LoRAGenome.random")
+        _check_rank_alpha(rank, alpha, "LoRAGenome.random")
+        if not isinstance(shapes, Mapping):
+            raise TypeError(
+                f"LoRAGenome.random: shapes must be a mapping of module name -> (out, in), got {type(shapes).__name__}"
+            )
         if init not in ("peft", "gaussian"):
             raise ValueError(f"LoRAGenome.random: init must be 'peft' or 'gaussian', got {init!r}")
         gen_device = rng.device

@@ -122,3 +122,30 @@ def test_mismatch_errors_name_module_shapes_and_base_models():
         make(base_model="a").check_compatible(make(base_model="b"))
     assert isinstance(GenomeMismatchError("x"), ValueError)
     make(base_model="a").check_compatible(make())  # unknown base model is compatible
+
+
+def test_factors_that_are_not_torch_tensors_are_a_type_error_naming_the_module():
+    import numpy as np
+
+    with pytest.raises(
+        TypeError, match=r"^LoRAGenome: module 'm': factors must be torch tensors, got ndarray"
+    ):
+        LoRAGenome({"m": (np.zeros((2, 4)), np.zeros((4, 2)))}, rank=2, alpha=4)
+    with pytest.raises(TypeError, match="module 'm': factors must be an \\(A, B\\) pair"):
+        LoRAGenome({"m": (torch.zeros(2, 4),) * 3}, rank=2, alpha=4)
+    with pytest.raises(TypeError, match="factors must be a mapping"):
+        LoRAGenome([("m", (torch.zeros(2, 4), torch.zeros(4, 2)))], rank=2, alpha=4)
+    with pytest.raises(TypeError, match="rank must be a number, got NoneType"):
+        LoRAGenome({"m": (torch.zeros(2, 4), torch.zeros(4, 2))}, rank=None, alpha=4)
+    with pytest.raises(ValueError, match="rank must be a positive integer, got nan"):
+        LoRAGenome({"m": (torch.zeros(2, 4), torch.zeros(4, 2))}, rank=float("nan"), alpha=4)
+
+
+def test_random_refuses_what_is_not_a_torch_generator():
+    import numpy as np
+
+    for rng in (None, 0, np.random.default_rng(0)):
+        with pytest.raises(TypeError, match=r"^LoRAGenome\.random: rng must be a torch\.Generator"):
+            LoRAGenome.random({"m": (4, 4)}, rank=2, alpha=4, rng=rng)
+    with pytest.raises(TypeError, match="shapes must be a mapping"):
+        LoRAGenome.random([(4, 4)], rank=2, alpha=4, rng=torch.Generator())
