@@ -373,3 +373,56 @@ def test_plugin_parameters_are_checked_from_python_as_from_a_config():
     finally:
         MUTATIONS.unregister("test_sign_flip")
         CROSSOVERS.unregister("test_pick")
+
+
+@pytest.mark.parametrize(("kind", "name"), ALL)
+def test_a_registry_entry_called_directly_refuses_what_is_not_a_torch_generator(kind, name):
+    parents = [genome(1), genome(2)]
+    for rng in (
+        (0, "seed") if name == "svd_merge" else (None, 0)
+    ):  # svd_merge is deterministic: rng may be None
+        with pytest.raises(TypeError, match=rf"^{kind} '{name}': rng must be a torch\.Generator"):
+            if kind == "mutation":
+                MUTATIONS[name](parents[0], rng=rng)
+            else:
+                CROSSOVERS[name](parents, rng=rng)
+    with pytest.raises(
+        TypeError, match=r"^mutation 'gaussian': rng must be a torch\.Generator .*got NoneType"
+    ):
+        mutate("gaussian", parents[0], rng=None)
+
+
+def test_a_crossover_refuses_fewer_or_more_parents_than_its_declared_arity():
+    p, q, r = genome(1), genome(2), genome(3)
+    with pytest.raises(
+        ValueError, match=r"^crossover 'svd_merge': parents: needs 2 or more parents, got 1$"
+    ):
+        CROSSOVERS["svd_merge"]([p], rng=torch.Generator())
+    with pytest.raises(
+        ValueError, match=r"^crossover 'layer_swap': parents: needs 2 or more parents, got 1$"
+    ):
+        crossover("layer_swap", [p], rng=gen(0))
+    with pytest.raises(
+        ValueError, match=r"^crossover 'task_vector': parents: needs exactly 2 parents, got 3$"
+    ):
+        crossover("task_vector", [p, q, r], rng=gen(0))
+    with pytest.raises(TypeError, match="parents must be a non-empty sequence of LoRAGenome"):
+        CROSSOVERS["svd_merge"](p, rng=gen(0))
+    assert crossover("svd_merge", [p, q, r], rng=gen(0)).rank == p.rank
+
+
+def test_a_direct_call_checks_what_the_front_door_checks():
+    p = genome(1)
+    with pytest.raises(
+        ValueError, match=r"^mutation 'gaussian': fraction: input should be greater than 0"
+    ):
+        MUTATIONS["gaussian"](p, rng=gen(0), fraction=0.0)
+    with pytest.raises(
+        TypeError, match="^mutation 'spectral': genome must be a LoRAGenome, got list"
+    ):
+        MUTATIONS["spectral"]([p], rng=gen(0))
+    with pytest.raises(ValueError, match="3 weights for 2 parents"):
+        CROSSOVERS["dare"]([p, genome(2)], weights=[1, 2, 3], rng=gen(0))
+    # the same child either way, by position or by keyword
+    assert same(MUTATIONS["gaussian"](p, rng=gen(5)), mutate("gaussian", p, rng=gen(5)))
+    assert same(MUTATIONS["gaussian"](genome=p, rng=gen(5)), mutate("gaussian", p, rng=gen(5)))

@@ -254,3 +254,38 @@ def test_grid_archive_samples_its_elites_on_a_non_default_grid():
         GridArchive(settings=settings).sample_elites(1, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="do not fit"):
         GridArchive(settings=GridSettings(bins=[2, 2, 2])).add(inds)
+
+
+@pytest.mark.parametrize("name", sorted(SELECTIONS))
+def test_every_scheme_refuses_an_empty_population_and_a_negative_k(name):
+    rng = np.random.default_rng(0)
+    for call in (SELECTIONS[name], lambda inds, k, **kw: select(name, inds, k, **kw)):
+        with pytest.raises(
+            ValueError, match=rf"^select\('{name}'\): cannot select 3 from an empty population$"
+        ):
+            call([], 3, rng=rng)
+        with pytest.raises(ValueError, match=rf"^select\('{name}'\): k must be >= 0, got -1$"):
+            call(_population(4), -1, rng=rng)
+        with pytest.raises(
+            TypeError, match=rf"^select\('{name}'\): k must be an integer, got float$"
+        ):
+            call(_population(4), 2.0, rng=rng)
+        assert call([], 0, rng=rng) == []
+
+
+def test_a_scheme_called_directly_checks_its_parameters_and_rng():
+    inds = _population(4)
+    with pytest.raises(
+        ValueError,
+        match=r"^select\('tournament'\): tournsize: input should be greater than or equal to 1",
+    ):
+        SELECTIONS["tournament"](inds, 2, rng=np.random.default_rng(0), tournsize=0)
+    with pytest.raises(
+        TypeError, match=r"^select\('tournament'\): rng must be a numpy\.random\.Generator"
+    ):
+        SELECTIONS["tournament"](inds, 2, rng=None)
+    # a torch generator works as in select(), and gives the same choice
+    import torch
+
+    direct = SELECTIONS["tournament"](inds, 5, rng=torch.Generator().manual_seed(1))
+    assert direct == select("tournament", inds, 5, rng=torch.Generator().manual_seed(1))

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol, cast
 
 import torch
 from torch import Tensor
 
 from redqueen._registry import Needs, Registry
-from redqueen.genomes import LoRAGenome, group_by_shape, lowrank_svd, split_factors
+from redqueen.genomes import LoRAGenome, check_generator, group_by_shape, lowrank_svd, split_factors
 
 
 class Mutation(Protocol):
@@ -39,21 +41,6 @@ class Crossover(Protocol):
     ) -> LoRAGenome: ...
 
 
-#: Mutation operators by name; register a new one with ``@MUTATIONS.register("name")``.
-MUTATIONS: Registry[Mutation] = Registry("mutation", context=("rng",), needs=Needs(arity=(1, 1)))
-#: Crossover operators by name; register a new one with ``@CROSSOVERS.register("name")``.
-CROSSOVERS: Registry[Crossover] = Registry(
-    "crossover", context=("rng", "weights"), needs=Needs(arity=(2, None))
-)
-
-
-def _check_rng(rng: object, where: str) -> None:
-    if not isinstance(rng, torch.Generator):
-        raise TypeError(
-            f"{where}: rng must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), got {type(rng).__name__}"
-        )
-
-
 def _check_finite(parent: LoRAGenome, where: str, label: str = "genome") -> None:
     if parent.is_finite():
         return
@@ -75,8 +62,126 @@ def _check_child(child: object, parent: LoRAGenome, where: str) -> LoRAGenome:
     return child
 
 
+def _check_weights(weights: object, count: int, where: str) -> list[float]:
+    try:
+        values = [float(w) for w in weights]  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: weights must be a sequence of numbers, got {weights!r}") from None
+    if len(values) != count:
+        raise ValueError(f"{where}: got {len(values)} weights for {count} parents")
+    if not all(math.isfinite(w) for w in values):
+        raise ValueError(f"{where}: weights must be finite numbers, got {values}")
+    return values
+
+
+def _parents_wanted(arity: tuple[int, int | None]) -> str:
+    fewest, most = arity
+    if fewest == most:
+        return f"exactly {fewest}"
+    return f"{fewest} or more" if most is None else f"{fewest} to {most}"
+
+
+def _params_of(kwargs: Mapping[str, object], context: Sequence[str]) -> dict[str, object]:
+    """The operator parameters among a call's keywords (not ``rng`` or ``weights``)."""
+    return {key: value for key, value in kwargs.items() if key not in context}
+
+
+def _signature_facts(operator: Callable[..., object]) -> tuple[str, bool]:
+    """The name of ``operator``'s first parameter (the genome or the parents, so a call may pass
+    it by keyword) and whether it declares ``rng=None`` (a deterministic one: ``svd_merge``)."""
+    try:
+        params = list(inspect.signature(operator).parameters.values())
+    except (TypeError, ValueError):
+        return "", False
+    first = params[0].name if params and params[0].kind is not params[0].KEYWORD_ONLY else ""
+    rng = next((p for p in params if p.name == "rng"), None)
+    return first, rng is not None and rng.default is None
+
+
+def _split_first(
+    args: tuple[object, ...], kwargs: dict[str, object], name: str
+) -> tuple[object, tuple[object, ...]]:
+    """The call's first argument (by position, else by its keyword ``name``) and the other positionals."""
+    if args:
+        return args[0], args[1:]
+    if name and name in kwargs:
+        return kwargs.pop(name), ()
+    return None, ()
+
+
+def _guard_mutation(name: str, operator: Mutation) -> Mutation:
+    """``operator`` checking the contract of :func:`mutate` on every call, a direct one too."""
+    call: Callable[..., LoRAGenome] = getattr(operator, "__unguarded__", operator)
+    where = f"mutation {name!r}"
+    first, _ = _signature_facts(call)
+
+    @functools.wraps(call)
+    def checked(*args: object, **kwargs: object) -> LoRAGenome:
+        genome, args = _split_first(args, kwargs, first)
+        if not isinstance(genome, LoRAGenome):
+            raise TypeError(f"{where}: genome must be a LoRAGenome, got {type(genome).__name__}")
+        check_generator(kwargs.get("rng"), where)
+        MUTATIONS.check_call(name, _params_of(kwargs, MUTATIONS.context), where=where, positional=1)
+        _check_finite(genome, where)
+        return _check_child(call(genome, *args, **kwargs), genome, where)
+
+    checked.__unguarded__ = call  # type: ignore[attr-defined]
+    return cast(Mutation, checked)
+
+
+def _guard_crossover(name: str, operator: Crossover) -> Crossover:
+    """``operator`` checking the contract of :func:`crossover` on every call, a direct one too."""
+    call: Callable[..., LoRAGenome] = getattr(operator, "__unguarded__", operator)
+    where = f"crossover {name!r}"
+    first, rng_optional = _signature_facts(call)
+
+    @functools.wraps(call)
+    def checked(*args: object, **kwargs: object) -> LoRAGenome:
+        given, args = _split_first(args, kwargs, first)
+        if isinstance(given, (LoRAGenome, str)) or not isinstance(given, Iterable):
+            raise TypeError(f"{where}: parents must be a non-empty sequence of LoRAGenome")
+        parents = list(given)
+        if not parents or not all(isinstance(p, LoRAGenome) for p in parents):
+            raise TypeError(f"{where}: parents must be a non-empty sequence of LoRAGenome")
+        arity = CROSSOVERS.needs(name).arity or (1, None)
+        if len(parents) < arity[0] or (arity[1] is not None and len(parents) > arity[1]):
+            raise ValueError(
+                f"{where}: parents: needs {_parents_wanted(arity)} parents, got {len(parents)}"
+            )
+        if kwargs.get("rng") is not None or not rng_optional:
+            check_generator(kwargs.get("rng"), where)
+        CROSSOVERS.check_call(
+            name, _params_of(kwargs, CROSSOVERS.context), where=where, positional=1
+        )
+        for other in parents[1:]:
+            parents[0].check_compatible(other)
+        for index, parent in enumerate(parents):
+            _check_finite(parent, where, f"parent {index}")
+        if kwargs.get("weights") is not None:
+            kwargs["weights"] = _check_weights(kwargs["weights"], len(parents), where)
+        return _check_child(call(parents, *args, **kwargs), parents[0], where)
+
+    checked.__unguarded__ = call  # type: ignore[attr-defined]
+    return cast(Crossover, checked)
+
+
+#: Mutation operators by name; register a new one with ``@MUTATIONS.register("name")``. Every
+#: entry checks the contract of :func:`mutate` on each call, a direct call included.
+MUTATIONS: Registry[Mutation] = Registry(
+    "mutation", context=("rng",), needs=Needs(arity=(1, 1)), guard=_guard_mutation
+)
+#: Crossover operators by name; register a new one with ``@CROSSOVERS.register("name")``. Every
+#: entry checks the contract of :func:`crossover` on each call (the parent count its
+#: ``Needs.arity`` allows included), a direct call too.
+CROSSOVERS: Registry[Crossover] = Registry(
+    "crossover", context=("rng", "weights"), needs=Needs(arity=(2, None)), guard=_guard_crossover
+)
+
+
 def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: float) -> LoRAGenome:
     """Apply the registered mutation ``name`` to ``genome``.
+
+    Calling the entry ``MUTATIONS[name]`` directly checks the same contract.
 
     Args:
         name: A key of :data:`MUTATIONS`.
@@ -93,14 +198,7 @@ def mutate(name: str, genome: LoRAGenome, *, rng: torch.Generator, **params: flo
             ``mutation 'gaussian': fraction: ...``), the parent's or the child's factors are
             not finite, or the operator broke the rank/alpha contract.
     """
-    operator = MUTATIONS[name]
-    where = f"mutation {name!r}"
-    if not isinstance(genome, LoRAGenome):
-        raise TypeError(f"{where}: genome must be a LoRAGenome, got {type(genome).__name__}")
-    _check_rng(rng, where)
-    MUTATIONS.check_call(name, params, where=where, positional=1)
-    _check_finite(genome, where)
-    return _check_child(operator(genome, rng=rng, **params), genome, where)
+    return MUTATIONS[name](genome, rng=rng, **params)
 
 
 def crossover(
@@ -113,6 +211,8 @@ def crossover(
 ) -> LoRAGenome:
     """Combine ``parents`` with the registered crossover ``name``.
 
+    Calling the entry ``CROSSOVERS[name]`` directly checks the same contract.
+
     Args:
         name: A key of :data:`CROSSOVERS`.
         parents: Genomes over the same modules and shapes; the child has the first one's rank and alpha.
@@ -123,29 +223,14 @@ def crossover(
     Raises:
         UnknownNameError: If ``name`` is not registered.
         GenomeMismatchError: If the parents differ in modules, shapes or base model.
-        TypeError: If a parameter name is not the operator's, or ``rng`` not a torch.Generator.
-        ValueError: If the number of weights differs from the number of parents, a weight is
-            not finite, a parameter is out of the type or range the operator declares, or a
-            parent's or the child's factors are not finite.
+        TypeError: If ``parents`` is not a sequence of LoRAGenome, a parameter name is not the
+            operator's, or ``rng`` not a torch.Generator.
+        ValueError: If the number of parents is outside the operator's ``Needs.arity``
+            (``parents: needs 2 or more parents, got 1``), the number of weights differs from
+            the number of parents, a weight is not finite, a parameter is out of the type or
+            range the operator declares, or a parent's or the child's factors are not finite.
     """
-    operator = CROSSOVERS[name]
-    where = f"crossover {name!r}"
-    parents = list(parents)
-    if not parents or not all(isinstance(p, LoRAGenome) for p in parents):
-        raise TypeError(f"{where}: parents must be a non-empty sequence of LoRAGenome")
-    _check_rng(rng, where)
-    CROSSOVERS.check_call(name, params, where=where, positional=1)
-    for other in parents[1:]:
-        parents[0].check_compatible(other)
-    for index, parent in enumerate(parents):
-        _check_finite(parent, where, f"parent {index}")
-    if weights is not None:
-        weights = [float(w) for w in weights]
-        if len(weights) != len(parents):
-            raise ValueError(f"{where}: got {len(weights)} weights for {len(parents)} parents")
-        if not all(math.isfinite(w) for w in weights):
-            raise ValueError(f"{where}: weights must be finite numbers, got {weights}")
-    return _check_child(operator(parents, weights=weights, rng=rng, **params), parents[0], where)
+    return CROSSOVERS[name](parents, weights=weights, rng=rng, **params)
 
 
 # ---------------------------------------------------------------------- helpers for operators

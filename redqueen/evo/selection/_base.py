@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import functools
+import inspect
+import operator
+from collections.abc import Callable, Iterable, Sequence, Sized
 from typing import Protocol
 
 import numpy as np
@@ -50,21 +53,89 @@ class RatedCandidate(Candidate, Protocol):
         ...
 
 
-#: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name.
-SELECTIONS: Registry[Callable[..., list[int]]] = Registry("selection", context=("rng",))
+def _numpy_rng(rng: object, where: str) -> np.random.Generator:
+    """``rng`` as the numpy generator schemes draw from (one draw of a torch one seeds it)."""
+    if isinstance(rng, torch.Generator):
+        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=rng)))
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"{where}: rng must be a numpy.random.Generator or a torch.Generator, got {type(rng).__name__}"
+        )
+    return rng
+
+
+def _check_k(k: object, where: str) -> int:
+    try:
+        count = operator.index(k)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{where}: k must be an integer, got {type(k).__name__}") from None
+    if count < 0:
+        raise ValueError(f"{where}: k must be >= 0, got {count}")
+    return count
+
+
+def _guard_scheme(name: str, scheme: Callable[..., list[int]]) -> Callable[..., list[int]]:
+    """``scheme`` checking the contract of :func:`select` on every call, a direct one too."""
+    scheme = getattr(scheme, "__unguarded__", scheme)
+    where = f"select({name!r})"
+    try:
+        leading = [p.name for p in inspect.signature(scheme).parameters.values()][:2]
+    except (TypeError, ValueError):
+        leading = []
+
+    @functools.wraps(scheme)
+    def checked(*args: object, **kwargs: object) -> list[int]:
+        given = list(args[:2]) + [kwargs.pop(n) for n in leading[len(args) :] if n in kwargs]
+        if len(given) < 2:
+            raise TypeError(f"{where}: takes (individuals, k, *, rng, **params)")
+        individuals, k = given
+        if not isinstance(individuals, Sized):
+            raise TypeError(
+                f"{where}: individuals must be a sequence, got {type(individuals).__name__}"
+            )
+        kwargs["rng"] = _numpy_rng(kwargs.get("rng"), where)
+        params = {key: value for key, value in kwargs.items() if key not in SELECTIONS.context}
+        SELECTIONS.check_call(name, params, where=where, positional=2)
+        k = _check_k(k, where)
+        if k == 0:
+            return []
+        if len(individuals) == 0:
+            raise ValueError(f"{where}: cannot select {k} from an empty population")
+        chosen = [int(i) for i in scheme(individuals, k, *args[2:], **kwargs)]
+        if len(chosen) != k or any(not 0 <= i < len(individuals) for i in chosen):
+            raise ValueError(
+                f"selection {name!r} returned {chosen}, not {k} indices below {len(individuals)}"
+            )
+        return chosen
+
+    checked.__unguarded__ = scheme  # type: ignore[attr-defined]
+    return checked
+
+
+#: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name. Every entry checks the
+#: contract of :func:`select` on each call, a direct call included.
+SELECTIONS: Registry[Callable[..., list[int]]] = Registry(
+    "selection", context=("rng",), guard=_guard_scheme
+)
 
 
 def select(
-    name: str, individuals: Sequence[Candidate], k: int, *, rng: np.random.Generator | torch.Generator,
+    name: str,
+    individuals: Sequence[Candidate],
+    k: int,
+    *,
+    rng: np.random.Generator | torch.Generator,
     **params: object,
 ) -> list[int]:
     """Choose ``k`` members (indices into ``individuals``, repeats allowed) with a registered scheme.
+
+    Calling the entry ``SELECTIONS[name]`` directly checks the same contract.
 
     Args:
         name: Registered scheme, e.g. ``"tournament"`` or ``"rating_lcb"``.
         individuals: Candidates (:class:`redqueen.evo.Individual` or anything with the fields
             the scheme reads: ``fitness``, ``rating``, ``cases``, ``descriptor``).
-        k: How many to choose.
+        k: How many to choose (0 chooses none, even from an empty population).
         rng: Source of every random choice, so a seed reproduces the selection: a
             ``numpy.random.Generator``, or the ``torch.Generator`` the operators take (one draw
             from it seeds a numpy generator).
@@ -72,30 +143,13 @@ def select(
 
     Raises:
         UnknownNameError: If no scheme has this name.
-        ValueError: If ``k`` is negative, there are no candidates, a parameter is out of its
-            declared range, or the scheme misbehaves.
-        TypeError: If ``rng`` is neither generator, or a parameter name is not the scheme's.
+        ValueError: If ``k`` is negative, ``k`` members are asked of an empty population
+            (``cannot select 3 from an empty population``), a parameter is out of its declared
+            range, or the scheme misbehaves.
+        TypeError: If ``k`` is not an integer, ``rng`` is neither generator, or a parameter
+            name is not the scheme's.
     """
-    fn = SELECTIONS[name]
-    if isinstance(rng, torch.Generator):
-        rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=rng)))
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"select({name!r}): rng must be a numpy.random.Generator or a torch.Generator, "
-            f"got {type(rng).__name__}"
-        )
-    # plain values against the types and ranges the scheme declares (``tournsize >= 1``)
-    SELECTIONS.check_call(name, params, where=f"select({name!r})", positional=2)
-    if k < 0:
-        raise ValueError(f"select({name!r}): k must be >= 0, got {k}")
-    if k == 0:
-        return []
-    if len(individuals) == 0:
-        raise ValueError(f"select({name!r}): no individuals to choose from")
-    chosen = [int(i) for i in fn(individuals, k, rng=rng, **params)]
-    if len(chosen) != k or any(not 0 <= i < len(individuals) for i in chosen):
-        raise ValueError(f"selection {name!r} returned {chosen}, not {k} indices below {len(individuals)}")
-    return chosen
+    return SELECTIONS[name](individuals, k, rng=rng, **params)
 
 
 def weighted_values(individuals: Sequence[Candidate]) -> np.ndarray:

@@ -37,7 +37,7 @@ def tournament(
     keys = weighted_values(individuals)
     chosen = []
     for _ in range(k):
-        aspirants = rng.integers(0, len(individuals), size=max(1, tournsize))
+        aspirants = rng.integers(0, len(individuals), size=tournsize)
         chosen.append(int(aspirants[best_first(keys[aspirants])[0]]))
     return chosen
 
