@@ -39,11 +39,11 @@ from redqueen.environments._round import (
     solve,
     verify,
 )
-from redqueen.environments.base import Environment, StepRecord
+from redqueen.environments.base import Environment, StepRecord, check_arguments
 from redqueen.environments.task_buffer import TaskBuffer, TaskBuffers, buffer_size
 from redqueen.evo import League, ReplacementConfig
 from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
-from redqueen.genomes import LoRAGenome
+from redqueen.genomes import LoRAGenome, check_seed, generator_seed
 from redqueen.settings import (
     ClusterSettings,
     EngineSettings,
@@ -155,11 +155,28 @@ class RoundEnv(LeagueView, Environment):
                 ones it adds).
             seed: Seeds every random choice: ``random`` and numpy generators (pairing draws from
                 the numpy one), the evolution loop (``seed + 1``) and the founders' genomes.
+                Any integer (taken modulo ``2**64``, :func:`redqueen.genomes.generator_seed`).
 
         Raises:
+            TypeError: If a settings argument is not of its settings type (a mapping is not
+                a settings object: ``PopulationSettings(teachers=4)`` is), or ``seed`` is not
+                an integer.
             ValueError: ``"<config key>: ..."`` for settings this environment cannot play with.
             OSError: If the base model cannot be loaded.
         """
+        owner = type(self).__name__
+        check_arguments(
+            owner,
+            engine=(engine, EngineSettings),
+            cluster=(cluster, ClusterSettings),
+            population=(population, PopulationSettings),
+            game=(game, GameSettings),
+            sampling=(sampling, SamplingSettings),
+            learner=(learner, LearnerSettings),
+            replacement=(replacement, ReplacementConfig),
+            objectives=(objectives, ObjectiveSettings),
+        )
+        seed = check_seed(seed, owner)
         population = population or PopulationSettings()
         replacement = replacement or self.default_replacement()
         self.check_settings(population, replacement)
@@ -168,16 +185,16 @@ class RoundEnv(LeagueView, Environment):
         self.sampling = sampling or SamplingSettings()
         self.teacher_reward = TeacherReward.from_settings(self.settings.teacher_reward)
         self.student_reward = StudentReward.from_settings(self.settings.student_reward)
-        self.seed = int(seed)
+        self.seed = seed
         self.step_count = 0
-        self.py_rng = random.Random(self.seed)
-        self.np_rng = np.random.default_rng(self.seed)
+        self.py_rng = random.Random(generator_seed(self.seed))
+        self.np_rng = np.random.default_rng(generator_seed(self.seed))
         objectives = objectives or ObjectiveSettings()
         self.league = League(  # checks operator names before any model loads
             roles=self.roles,
             objectives={role: Objectives(objectives.of(role)) for role in self.roles},
             pairing_rng=self.np_rng,
-            evolution_rng=np.random.default_rng(self.seed + 1),
+            evolution_rng=np.random.default_rng(generator_seed(self.seed + 1)),
             replacement=replacement,
             matchmaker=None if self.matchmaking is None else PFSPMatchmaker.from_settings(self.matchmaking),
             rated=self.rated,
@@ -226,7 +243,7 @@ class RoundEnv(LeagueView, Environment):
 
     def _found(self, genome: PopulationSettings) -> None:
         """Found the members of every role, their genomes drawn from one seeded generator."""
-        init_rng = torch.Generator().manual_seed(self.seed)
+        init_rng = torch.Generator().manual_seed(generator_seed(self.seed))
         for role in self.roles:
             for _ in range(genome.size_of(role)):
                 founder = LoRAGenome.random(
@@ -418,6 +435,7 @@ class RoundEnv(LeagueView, Environment):
         writes its batch of tasks from a fresh task buffer, the solver answers; nothing learns
         and no state of the run changes. Returns each solver's score in [0, 1] as the ratings
         see it (:func:`redqueen.fitness.match_score` under the league's invalid-task policy)."""
+        seed = generator_seed(check_seed(seed, f"{type(self).__name__}.play_matches"))
         keys = [(f"match-{i}-proposer", f"match-{i}-solver") for i in range(len(pairs))]
         for (proposer, solver), (genome_p, genome_s) in zip(keys, pairs, strict=True):
             self.host.add_adapter(proposer, genome_p)
@@ -438,7 +456,14 @@ class RoundEnv(LeagueView, Environment):
                 seed=seed,
             )
             verify(played, self.domain, self._sandbox(), buffer)
-            solve(self.host, played, self.settings, self.sampling, domain=self.domain, seed=seed + 1)
+            solve(
+                self.host,
+                played,
+                self.settings,
+                self.sampling,
+                domain=self.domain,
+                seed=generator_seed(seed + 1),
+            )
             grade(played, self.domain, self._sandbox(), self.teacher_reward, self.student_reward)
         finally:
             for proposer, solver in keys:

@@ -19,7 +19,7 @@ import torch
 
 from redqueen.evo import League, ReplacementConfig
 from redqueen.fitness import Objectives, PFSPMatchmaker
-from redqueen.genomes import LoRAGenome
+from redqueen.genomes import LoRAGenome, generator_seed
 
 Factors = Mapping[str, tuple[torch.Tensor, torch.Tensor]]
 
@@ -77,8 +77,8 @@ def surrogate_league(
     return League(
         roles=roles,
         objectives=objectives,
-        pairing_rng=np.random.default_rng(seed),
-        evolution_rng=np.random.default_rng(seed + 2),
+        pairing_rng=np.random.default_rng(generator_seed(seed)),
+        evolution_rng=np.random.default_rng(generator_seed(seed + 2)),
         replacement=replacement,
         matchmaker=matchmaker,
     )

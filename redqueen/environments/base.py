@@ -106,5 +106,24 @@ class MatchPlayer(Protocol):
         ...
 
 
+def check_arguments(owner: str, **arguments: tuple[object, type | tuple[type, ...]]) -> None:
+    """Refuse a constructor argument of the wrong type before anything is built: each keyword
+    is ``name=(value, expected type)``, and ``None`` (the defaults) always passes.
+
+    Settings are handed over as settings objects (the configuration section, validated when
+    it was loaded), not mappings: build one with ``PopulationSettings(teachers=4)``.
+
+    Raises:
+        TypeError: ``<owner>: population must be a PopulationSettings or None, got dict``.
+    """
+    for name, (value, expected) in arguments.items():
+        if value is not None and not isinstance(value, expected):
+            kinds = expected if isinstance(expected, tuple) else (expected,)
+            wanted = " or ".join(kind.__name__ for kind in kinds)
+            raise TypeError(
+                f"{owner}: {name} must be a {wanted} or None, got {type(value).__name__}"
+            )
+
+
 #: Registered environment classes, by name.
 ENVIRONMENTS: Registry[type[Environment]] = Registry("environment", typed=False)

@@ -20,7 +20,7 @@ from typing_extensions import TypedDict, Unpack
 from redqueen.environments._domain import TaskDomain
 from redqueen.environments._game_stats import match_outcomes
 from redqueen.environments._round_env import RoundEnv
-from redqueen.environments.base import ENVIRONMENTS, StepRecord
+from redqueen.environments.base import ENVIRONMENTS, StepRecord, check_arguments
 from redqueen.settings import (
     ClusterSettings,
     EngineSettings,
@@ -67,6 +67,7 @@ class CoevolutionEnv(RoundEnv):
         parts: The settings of :class:`RoundEnv` (``engine``, ``population``, ``game``, ...).
 
     Raises:
+        TypeError: If a settings argument is not of its settings type.
         ValueError: If a role has no members or a setting is out of range.
     """
 
@@ -75,6 +76,7 @@ class CoevolutionEnv(RoundEnv):
     def __init__(
         self, *, matchmaking: MatchmakingSettings | None = None, **parts: Unpack[CoevolutionArgs]
     ) -> None:
+        check_arguments(type(self).__name__, matchmaking=(matchmaking, MatchmakingSettings))
         self.matchmaking = matchmaking or MatchmakingSettings()
         super().__init__(**parts)
 

@@ -33,10 +33,10 @@ from redqueen.environments._surrogate_core import (
     one_thread,
     surrogate_league,
 )
-from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord, check_arguments
 from redqueen.evo import Individual, descriptor_matrix
 from redqueen.fitness import Objectives, PFSPMatchmaker, StudentReward, TeacherReward, match_score
-from redqueen.genomes import LoRAGenome
+from redqueen.genomes import LoRAGenome, check_seed, generator_seed
 from redqueen.settings import (
     ClusterSettings,
     MatchmakingSettings,
@@ -95,9 +95,12 @@ class SurrogateEnv(LeagueView, Environment):
         cluster: ``workers`` Ray actors play the matches and compute the updates, each holding a
             replica of the frozen model (``0``: this process), on ``ray_address`` (``None``: a
             local cluster). Results do not depend on it.
-        seed: Seeds the frozen model, the founders and every random choice.
+        seed: Seeds the frozen model, the founders and every random choice: any integer
+            (taken modulo ``2**64``, :func:`redqueen.genomes.generator_seed`).
 
     Raises:
+        TypeError: If an argument is not of its settings type (a mapping is not a settings
+            object: ``PopulationSettings(teachers=4)`` is), or ``seed`` is not an integer.
         ValueError: If a role is empty.
     """
 
@@ -127,6 +130,19 @@ class SurrogateEnv(LeagueView, Environment):
         cluster: ClusterSettings | None = None,
         seed: int = 0,
     ) -> None:
+        check_arguments(
+            type(self).__name__,
+            population=(population, PopulationSettings),
+            match=(match, MatchSettings),
+            options=(options, SurrogateOptions),
+            replacement=(replacement, ReplacementConfig),
+            matchmaking=(matchmaking, MatchmakingSettings),
+            objectives=(objectives, ObjectiveSettings),
+            teacher_reward=(teacher_reward, TeacherRewardSettings),
+            student_reward=(student_reward, StudentRewardSettings),
+            cluster=(cluster, ClusterSettings),
+        )
+        seed = check_seed(seed, type(self).__name__)
         population = population or self.default_population
         match = match or self.default_match
         opts = self.options = options or SurrogateOptions()
@@ -138,13 +154,13 @@ class SurrogateEnv(LeagueView, Environment):
         dim = opts.dim
         self.dim, self.n_tasks, self.n_answers = dim, match.tasks_per_teacher, match.answers_per_task
         self.tolerance, self.answer_noise, self.domain = opts.tolerance, opts.answer_noise, opts.domain
-        self.learn, self.lr, self.seed = opts.learn, opts.lr, int(seed)
+        self.learn, self.lr, self.seed = opts.learn, opts.lr, seed
         self.teacher_reward = TeacherReward.from_settings(teacher_reward or TeacherRewardSettings())
         self.student_reward = StudentReward.from_settings(student_reward or StudentRewardSettings())
         wanted = objectives or ObjectiveSettings()
         self.objectives = {role: Objectives(wanted.of(role)) for role in ROLES}
 
-        gen = torch.Generator().manual_seed(self.seed)
+        gen = torch.Generator().manual_seed(generator_seed(self.seed))
         self.mlp = FrozenMLP(inputs=dim, hidden=opts.hidden, outputs=dim, gen=gen)
         self.shapes = self.mlp.shapes
         self.target = 2.0 * torch.randn(dim, dim, generator=gen) / dim**0.5  # f*(x) = sin(W x)
@@ -153,7 +169,7 @@ class SurrogateEnv(LeagueView, Environment):
         matchmaker = PFSPMatchmaker.from_settings(matchmaking or MatchmakingSettings())
         self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
                                        objectives=self.objectives, seed=self.seed)
-        self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
+        self.torch_rng = torch.Generator().manual_seed(generator_seed(self.seed + 1))
         self.signatures: set[str] = set()
         self.step_count = 0
         self._skipped_updates = 0  # of the last step
@@ -291,7 +307,9 @@ class SurrogateEnv(LeagueView, Environment):
         """Play ``(teacher genome, student genome)`` matches outside the run (no learning, no
         ratings, no state touched); returns each student's score in [0, 1] as the ratings
         see it (:func:`redqueen.fitness.match_score`: an invalid task is forfeited by the teacher)."""
-        gen = torch.Generator().manual_seed(int(seed))
+        gen = torch.Generator().manual_seed(
+            generator_seed(check_seed(seed, "SurrogateEnv.play_matches"))
+        )
         scores = []
         for teacher, student in pairs:
             probe = torch.randn(self.n_tasks, self.dim, generator=gen)

@@ -18,7 +18,7 @@ import torch
 
 from redqueen.evo._league import League
 from redqueen.evo._replacement import ReplacementConfig
-from redqueen.genomes import LoRAGenome
+from redqueen.genomes import LoRAGenome, check_seed, generator_seed
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def cull_study(
 
     Args:
         newborn: The ``evolution.newborn`` rule (how a child's first rating is set).
-        seed: Seeds genomes, skills, pairing and outcomes.
+        seed: Seeds genomes, skills, pairing and outcomes; any integer.
         rounds: Replacement rounds.
         burn_in: Rounds not recorded (founders all start alike).
         size: Members per role.
@@ -76,16 +76,17 @@ def cull_study(
         operators={"gaussian": 1.0},
         snapshot_every=0,
     )
-    rng = np.random.default_rng(seed + 1)  # pairing, skills and outcomes
+    seed = check_seed(seed, "cull_study")
+    rng = np.random.default_rng(generator_seed(seed + 1))  # pairing, skills and outcomes
     league = League(
         roles=("teacher", "student"),
         objectives={},
         pairing_rng=rng,
-        evolution_rng=np.random.default_rng(seed),
+        evolution_rng=np.random.default_rng(generator_seed(seed)),
         replacement=config,
     )
     pop = league.population
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(generator_seed(seed))
     skill: dict[str, float] = {}
     for role in ("teacher", "student"):
         for _ in range(size):

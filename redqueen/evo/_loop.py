@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ from redqueen.evo._selection_archives import (
 )
 from redqueen.evo.selection import SELECTIONS, GridArchive, select
 from redqueen.fitness import NoveltyArchive, Objectives, RatingSystem
+from redqueen.genomes import generator_seed
 
 
 class LoopState(SelectionArchivesState):
@@ -57,8 +59,9 @@ class EvolutionLoop:
         population: The population to evolve (shared with the environment).
         lineage: Where births and deaths are recorded.
         config: Replacement settings.
-        rng: ``numpy.random.Generator`` (or an int seed) for every selection and operator choice;
-            a ``torch.Generator`` for the operators is seeded from it.
+        rng: ``numpy.random.Generator`` (or an int seed: any integer, taken modulo ``2**64``;
+            ``None``: fresh entropy) for every selection and operator choice; a
+            ``torch.Generator`` for the operators is seeded from it.
         objectives: Role -> objective names (or :class:`redqueen.fitness.Objectives`) that set
             members' fitness before ranking and selection. Roles without an entry use
             ``("rating",)`` (mu - 3 sigma) when every member is rated, else keep their fitness.
@@ -92,7 +95,14 @@ class EvolutionLoop:
 
         self.population, self.lineage = population, lineage
         self.config = config or ReplacementConfig()
-        self.rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        if rng is not None and not isinstance(rng, np.random.Generator):
+            if not hasattr(rng, "__index__"):
+                raise TypeError(
+                    "EvolutionLoop: rng must be a numpy.random.Generator, an integer seed or None, "
+                    f"got {type(rng).__name__}"
+                )
+            rng = generator_seed(operator.index(rng))
+        self.rng = np.random.default_rng(rng)  # a Generator is used as it is
         self.torch_rng = torch.Generator().manual_seed(int(self.rng.integers(2**62)))
         self.objectives = {
             role: spec if isinstance(spec, Objectives) else Objectives(tuple(spec))

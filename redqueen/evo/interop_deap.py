@@ -29,6 +29,7 @@ from redqueen.evo._interop import LineageKeeper
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
 from redqueen.evo.selection import select
+from redqueen.genomes import check_seed, generator_seed
 
 
 class DeapBridge(LineageKeeper):
@@ -39,7 +40,8 @@ class DeapBridge(LineageKeeper):
         lineage: Lineage with the founders' births.
         role: Role evolved.
         evaluate: ``fn(individual) -> tuple of objective values`` (DEAP's evaluate).
-        seed: Seeds the operators' ``torch.Generator`` and the selection ``numpy`` Generator.
+        seed: Seeds the operators' ``torch.Generator`` and the selection ``numpy`` Generator;
+            any integer (taken modulo ``2**64``).
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class DeapBridge(LineageKeeper):
         evaluate: Callable[[Individual], Sequence[float]],
         seed: int = 0,
     ) -> None:
+        seed = generator_seed(check_seed(seed, type(self).__name__))
         super().__init__(population=population, lineage=lineage, role=role,
                          torch_rng=torch.Generator().manual_seed(seed))
         self._evaluate = evaluate

@@ -28,6 +28,7 @@ from redqueen.evo._individual import Individual
 from redqueen.evo._interop import LineageKeeper
 from redqueen.evo._lineage import Lineage
 from redqueen.evo._population import Population
+from redqueen.genomes import check_seed, generator_seed
 
 #: A pymoo genetic algorithm (NSGA2, GA, ...), handed back as it came.
 AlgorithmT = TypeVar("AlgorithmT", bound=GeneticAlgorithm)
@@ -43,7 +44,7 @@ class PymooBridge(LineageKeeper):
         evaluate: ``fn(individual) -> objective values``; maximised or minimised per the
             individuals' fitness weights (pymoo itself always minimises ``-weights * values``).
         n_obj: Number of objectives.
-        seed: Seeds the operators' ``torch.Generator``.
+        seed: Seeds the operators' ``torch.Generator``; any integer (taken modulo ``2**64``).
     """
 
     def __init__(
@@ -56,6 +57,7 @@ class PymooBridge(LineageKeeper):
         n_obj: int,
         seed: int = 0,
     ) -> None:
+        seed = generator_seed(check_seed(seed, type(self).__name__))
         super().__init__(population=population, lineage=lineage, role=role,
                          torch_rng=torch.Generator().manual_seed(seed))
         self._evaluate, self.n_obj = evaluate, int(n_obj)

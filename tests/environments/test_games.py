@@ -191,3 +191,23 @@ def test_presets_run_and_bad_settings_are_one_line_config_errors(tmp_path):
     )
     assert bad.exit_code == EXIT_BAD_INPUT
     assert bad.output.strip().count("\n") == 0 and "environment.options.game" in bad.output
+
+
+def test_wrong_argument_types_are_named_and_any_integer_is_a_seed():
+    with pytest.raises(
+        TypeError, match=r"^GamesEnv: options must be a GamesOptions or None, got dict$"
+    ):
+        GamesEnv(options={"game": "ladder"})
+    with pytest.raises(
+        TypeError, match=r"^GamesEnv: population must be a PopulationSettings or None, got dict$"
+    ):
+        GamesEnv(population={"teachers": 1})
+    with pytest.raises(TypeError, match=r"^GamesEnv: seed must be an integer, got str$"):
+        GamesEnv(seed="1")
+    negative, wrapped = GamesEnv(seed=-2, **SMALL), GamesEnv(seed=2**64 - 2, **SMALL)
+    assert negative.step().metrics["objective_skill"] == wrapped.step().metrics["objective_skill"]
+    points = torch.zeros(2, negative.game.dim)
+    torch.testing.assert_close(
+        negative.game.played_score(points, points, noise=0.5, seed=-1),
+        negative.game.played_score(points, points, noise=0.5, seed=2**64 - 1),
+    )

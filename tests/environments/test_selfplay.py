@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from redqueen.environments import SelfPlayEnv
@@ -80,3 +81,28 @@ def test_task_buffers_keep_proposers_apart():
 def test_selfplay_refuses_replacement():
     with pytest.raises(ConfigError, match="evolution.replace_every"):
         build_environment(load_config("tiny-selfplay", ["evolution.replace_every=2"]))
+
+
+def test_wrong_argument_types_are_named_before_anything_loads_and_any_integer_is_a_seed():
+    from redqueen.environments import CoevolutionEnv
+
+    with pytest.raises(
+        TypeError, match=r"^SelfPlayEnv: population must be a PopulationSettings or None, got dict$"
+    ):
+        SelfPlayEnv(population={"solo": 1})
+    with pytest.raises(
+        TypeError,
+        match=r"^CoevolutionEnv: matchmaking must be a MatchmakingSettings or None, got dict$",
+    ):
+        CoevolutionEnv(matchmaking={"hall_of_fame_share": 0.5})
+    with pytest.raises(TypeError, match=r"^CoevolutionEnv: seed must be an integer, got float$"):
+        CoevolutionEnv(seed=0.5)
+    env = build_environment(
+        load_config("tiny-selfplay", [*SMALL, "seed=-1"])
+    )  # the config allows it
+    try:
+        assert env.seed == -1
+        expected = np.random.default_rng(2**64 - 1).bit_generator.state
+        assert env.np_rng.bit_generator.state == expected  # nothing drawn yet
+    finally:
+        env.close()

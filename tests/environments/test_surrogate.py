@@ -152,3 +152,37 @@ def test_map_elites_keeps_a_persistent_archive_and_logs_qd_score():
     assert again.evolution.grids["student"].data() == grid.data()
     ra, rb = env.step(), again.step()
     assert _strip(ra.metrics) == _strip(rb.metrics) and ra.births == rb.births
+
+
+def test_settings_arguments_of_the_wrong_type_are_type_errors_naming_the_parameter():
+    with pytest.raises(
+        TypeError,
+        match=r"^SurrogateEnv: population must be a PopulationSettings or None, got dict$",
+    ):
+        SurrogateEnv(population={"teachers": 1})
+    with pytest.raises(
+        TypeError, match=r"^SurrogateEnv: options must be a SurrogateOptions or None, got dict$"
+    ):
+        SurrogateEnv(options={"dim": 3})
+    with pytest.raises(
+        TypeError,
+        match=r"^SurrogateEnv: replacement must be a ReplacementConfig or None, got dict$",
+    ):
+        SurrogateEnv(replacement={"replace_every": 2})
+    with pytest.raises(TypeError, match=r"^SurrogateEnv: seed must be an integer, got float$"):
+        SurrogateEnv(seed=1.5)
+
+
+def test_any_integer_is_a_seed_taken_modulo_2_to_the_64():
+    negative, wrapped = SurrogateEnv(seed=-1, **SMALL), SurrogateEnv(seed=2**64 - 1, **SMALL)
+    assert negative.seed == -1
+    assert _strip(negative.step().metrics) == _strip(wrapped.step().metrics)
+    pairs = [
+        (m.genome, s.genome)
+        for m, s in zip(
+            negative.population.members("teacher"),
+            negative.population.members("student"),
+            strict=True,
+        )
+    ]
+    assert negative.play_matches(pairs, seed=-7) == negative.play_matches(pairs, seed=2**64 - 7)

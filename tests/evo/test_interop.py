@@ -166,3 +166,14 @@ def test_pymoo_nsga2_eliminates_duplicates_with_its_default(env):
     final = [x[0] for x in algorithm.pop.get("X")]
     assert len(final) == 6 and len({id(i.genome) for i in final}) == 6
     _check_lineage(pop, lin, [i.id for i in final])
+
+
+def test_the_bridges_take_any_integer_seed(env):
+    pop, lin = _founders(env)
+    make = dict(population=pop, lineage=lin, role="student", evaluate=_objectives(env))
+    negative, wrapped = DeapBridge(**make, seed=-1), DeapBridge(**make, seed=2**64 - 1)
+    assert negative.torch_rng.initial_seed() == wrapped.torch_rng.initial_seed() == 2**64 - 1
+    assert negative.rng.integers(1 << 30) == wrapped.rng.integers(1 << 30)
+    assert PymooBridge(**make, n_obj=2, seed=-1).torch_rng.initial_seed() == 2**64 - 1
+    with pytest.raises(TypeError, match=r"^DeapBridge: seed must be an integer, got float$"):
+        DeapBridge(**make, seed=0.5)

@@ -291,3 +291,24 @@ def test_archives_follow_the_schemes_declared_needs_not_their_names():
     finally:
         SELECTIONS.unregister("test_remembers")
         SELECTIONS.unregister("test_elites")
+
+
+def test_an_integer_rng_is_any_integer_and_anything_else_is_named():
+    negative = EvolutionLoop(Population(), Lineage(), rng=-1)
+    wrapped = EvolutionLoop(Population(), Lineage(), rng=2**64 - 1)
+    assert negative.rng.integers(1 << 30) == wrapped.rng.integers(1 << 30)
+    for bad in ("0", 1.5, torch.Generator()):
+        with pytest.raises(
+            TypeError,
+            match=r"^EvolutionLoop: rng must be a numpy\.random\.Generator, an integer seed or None",
+        ):
+            EvolutionLoop(Population(), Lineage(), rng=bad)
+
+
+def test_the_cull_study_takes_any_integer_seed():
+    from redqueen.evo import cull_study
+
+    short = dict(rounds=3, burn_in=1, size=3)
+    assert cull_study(seed=-1, **short) == cull_study(seed=2**64 - 1, **short)
+    with pytest.raises(TypeError, match=r"^cull_study: seed must be an integer, got float$"):
+        cull_study(seed=0.5, **short)

@@ -10,6 +10,7 @@ import torch
 from pydantic import Field
 
 from redqueen._registry import Registry
+from redqueen.genomes import check_seed, generator_seed
 
 
 class Game(ABC):
@@ -97,14 +98,14 @@ class Game(ABC):
             teacher: Teacher points, ``(t, dim)``.
             noise: Std of the play noise (the environment's ``exploration``).
             draws: Monte Carlo draws per pair.
-            seed: Seeds the draws (and any chance in the rule).
+            seed: Seeds the draws (and any chance in the rule); any integer.
 
         Returns:
             ``(t, s)`` expected scores in [0, 1] (rows: teachers, as in a CIAO matrix).
         """
         if noise <= 0:
             return self.score(student, teacher)
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator().manual_seed(generator_seed(check_seed(seed, "Game.played_score")))
         s, t, dim = student.shape[0], teacher.shape[0], student.shape[1]
         e_task = torch.randn(draws, dim, generator=gen)
         e_answer = torch.randn(draws, dim, generator=gen)

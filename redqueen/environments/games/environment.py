@@ -17,7 +17,7 @@ from redqueen.environments._surrogate_core import (
     one_thread,
     surrogate_league,
 )
-from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord
+from redqueen.environments.base import ENVIRONMENTS, Environment, StepRecord, check_arguments
 from redqueen.environments.games._base import GAMES, Game
 from redqueen.environments.games._measures import objective_measures
 from redqueen.environments.games._options import GamesOptions
@@ -31,7 +31,7 @@ from redqueen.fitness import (
     behavioural_diversity,
     novelty_scores,
 )
-from redqueen.genomes import LoRAGenome
+from redqueen.genomes import LoRAGenome, check_seed, generator_seed
 from redqueen.settings import (
     MatchmakingSettings,
     MatchSettings,
@@ -83,10 +83,13 @@ class GamesEnv(LeagueView, Environment):
         objectives: Objective names per role.
         teacher_reward: Teacher reward (default PopuLoRA's).
         student_reward: Student reward.
-        seed: Seeds the frozen model, the founders and every random choice.
+        seed: Seeds the frozen model, the founders and every random choice: any integer
+            (taken modulo ``2**64``, :func:`redqueen.genomes.generator_seed`).
         game: A game already built, played instead of the one ``options`` names.
 
     Raises:
+        TypeError: If an argument is not of its settings type (a mapping is not a settings
+            object: ``PopulationSettings(teachers=4)`` is), or ``seed`` is not an integer.
         ValueError: Naming the setting, when a role is empty.
     """
 
@@ -116,6 +119,19 @@ class GamesEnv(LeagueView, Environment):
         seed: int = 0,
         game: Game | None = None,
     ) -> None:
+        check_arguments(
+            type(self).__name__,
+            population=(population, PopulationSettings),
+            match=(match, MatchSettings),
+            options=(options, GamesOptions),
+            replacement=(replacement, ReplacementConfig),
+            matchmaking=(matchmaking, MatchmakingSettings),
+            objectives=(objectives, ObjectiveSettings),
+            teacher_reward=(teacher_reward, TeacherRewardSettings),
+            student_reward=(student_reward, StudentRewardSettings),
+            game=(game, Game),
+        )
+        seed = check_seed(seed, type(self).__name__)
         population = population or self.default_population
         match = match or self.default_match
         opts = self.options = options or GamesOptions()
@@ -130,19 +146,19 @@ class GamesEnv(LeagueView, Environment):
         self.n_tasks, self.n_answers = match.tasks_per_teacher, match.answers_per_task
         self.exploration, self.domain, self.learn = opts.exploration, opts.domain, opts.learn
         self.lr, self.max_grad_norm = opts.lr, opts.max_grad_norm
-        self.window, self.seed = opts.window, int(seed)
+        self.window, self.seed = opts.window, seed
         self.teacher_reward = TeacherReward.from_settings(teacher_reward or TeacherRewardSettings())
         self.student_reward = StudentReward.from_settings(student_reward or StudentRewardSettings())
         wanted = objectives or ObjectiveSettings()
         self.objectives = {role: Objectives(wanted.of(role)) for role in ROLES}
 
-        gen = torch.Generator().manual_seed(self.seed)
+        gen = torch.Generator().manual_seed(generator_seed(self.seed))
         self.mlp = FrozenMLP(inputs=_PROBE_WIDTH, hidden=opts.hidden, outputs=self.game.dim, gen=gen)
         self.probe = torch.randn(1, _PROBE_WIDTH, generator=gen)
         matchmaker = PFSPMatchmaker.from_settings(matchmaking or MatchmakingSettings())
         self.league = surrogate_league(roles=ROLES, replacement=replacement, matchmaker=matchmaker,
                                        objectives=self.objectives, seed=self.seed)
-        self.torch_rng = torch.Generator().manual_seed(self.seed + 1)
+        self.torch_rng = torch.Generator().manual_seed(generator_seed(self.seed + 1))
         self.step_count = 0
         self.difficulty_history: list[float] = []
         self._frozen_points: dict[str, torch.Tensor] = {}  # hall-of-fame genomes never change
