@@ -27,7 +27,19 @@ class YAMLLimitError(yaml.YAMLError):
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader whose mappings raise on a repeated key, naming it and its line."""
+    """A safe loader whose mappings raise on a repeated key, naming it and its line, and whose
+    integers too long for Python to convert are YAML errors at their line."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return int(super().construct_yaml_int(node))
+        except ValueError as error:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer too long to read ({str(error).split(':')[0]})",
+                node.start_mark,
+            ) from None
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -39,8 +51,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 break
             if repeated:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"key {key!r} appears twice", key_node.start_mark,
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"key {key!r} appears twice",
+                    key_node.start_mark,
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
@@ -56,7 +70,9 @@ def safe_load(text: str | bytes) -> object:
             aliases that expand past :data:`MAX_NODES` nodes (checked before expanding).
     """
     if len(text) > MAX_BYTES:
-        raise YAMLLimitError(f"{len(text)} bytes, more than the {MAX_BYTES} a configuration may have")
+        raise YAMLLimitError(
+            f"{len(text)} bytes, more than the {MAX_BYTES} a configuration may have"
+        )
     loader = _UniqueKeyLoader(text)
     try:
         try:
@@ -92,7 +108,9 @@ def _check_expansion(root: yaml.Node) -> None:
         if key in sizes:
             continue
         if key in active:
-            raise YAMLLimitError(f"an alias refers to its own anchor (line {node.start_mark.line + 1})")
+            raise YAMLLimitError(
+                f"an alias refers to its own anchor (line {node.start_mark.line + 1})"
+            )
         active.add(key)
         stack.append((node, True))
         stack.extend((child, False) for child in children if id(child) not in sizes)
@@ -104,3 +122,6 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return []
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)

@@ -350,7 +350,10 @@ def _describe(error: ValidationError) -> str:
         # Section validators name the field inside the section: "operators.x: ...".
         return f"{loc}.{message}" if first["loc"] else message
     value = first.get("input")
-    shown = "" if isinstance(value, Mapping) else f" (got {value!r})"
+    text = repr(value)
+    if len(text) > 80:  # a value pasted by mistake stays a line
+        text = f"{text[:60]}... ({len(text)} characters)"
+    shown = "" if isinstance(value, Mapping) else f" (got {text})"
     return f"{loc}: {message}{shown}"
 
 

@@ -352,3 +352,18 @@ def test_a_model_that_does_not_load_is_one_line(tmp_path):
         ["run", "tiny", "--out", str(tmp_path / "r"), "--set", f"model.name={tmp_path / 'none'}"],
         "model.name:",
     )
+
+
+def test_an_integer_too_long_to_read_is_named_with_its_key_or_line(tmp_path):
+    digits = "9" * 5000
+    line = _bad(
+        ["run", "surrogate", "--out", str(tmp_path / "r"), "--set", f"steps={digits}"], "steps:"
+    )
+    assert len(line) < 300
+    config = tmp_path / "huge.yaml"
+    config.write_text(f"base: surrogate\nsteps: {digits}\n")
+    line = _bad(
+        ["run", str(config), "--out", str(tmp_path / "r")], "huge.yaml: line 2 invalid YAML"
+    )
+    assert "integer too long" in line
+    assert not (tmp_path / "r").exists()
