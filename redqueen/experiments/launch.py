@@ -51,7 +51,7 @@ RESUMABLE_SETTINGS = (
 )
 
 
-def fixed_settings(config: ExperimentConfig) -> dict[str, Any]:
+def fixed_settings(config: ExperimentConfig) -> dict[str, object]:
     """The resolved configuration less :data:`RESUMABLE_SETTINGS`: what a checkpoint records and
     a resume compares with ``config.yaml``."""
     resolved = config.to_yaml_dict()
@@ -65,7 +65,7 @@ def fixed_settings(config: ExperimentConfig) -> dict[str, Any]:
     return json.loads(json.dumps(resolved))  # as a checkpoint stores it: tuples become lists
 
 
-def _first_difference(recorded: Any, current: Any, where: str = "") -> str | None:
+def _first_difference(recorded: object, current: object, where: str = "") -> str | None:
     """The dotted key of the first setting that differs, with both values; None if none does."""
     if isinstance(recorded, dict) and isinstance(current, dict):
         for key in sorted(set(recorded) | set(current), key=str):

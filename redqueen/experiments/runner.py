@@ -146,7 +146,7 @@ class Runner:
         last_checkpoint_step: int | None = None,
         elapsed: float = 0.0,
         lock: RunLock | None = None,
-        settings: Mapping[str, Any] | None = None,
+        settings: Mapping[str, object] | None = None,
     ) -> None:
         if steps < 0:
             raise RunError(f"steps must be >= 0, got {steps}")
