@@ -77,7 +77,7 @@ def _first_difference(recorded: object, current: object, where: str = "") -> str
         return None
     if recorded == current or (recorded != recorded and current != current):  # NaN is NaN
         return None
-    return f"{where.rstrip('.')} is {current!r} in config.yaml, but the run's checkpoint has {recorded!r}"
+    return f"{where.rstrip('.')} is {current!r} there, but {recorded!r} in the checkpoint"
 
 
 def _runner_settings(config: ExperimentConfig) -> dict[str, Any]:
@@ -288,8 +288,9 @@ def _check_settings(ckpt: Checkpoint, config: ExperimentConfig, run_dir: RunDire
     difference = _first_difference(recorded, fixed_settings(config))
     if difference is not None:
         raise RunError(
-            f"{run_dir.config_path}: {difference}; was config.yaml edited after the run started? "
-            f"(a resume may change only {', '.join(RESUMABLE_SETTINGS)})"
+            f"{ckpt.path} does not fit {run_dir.config_path}: {difference}; was config.yaml "
+            f"edited after the run started? (a resume may change only "
+            f"{', '.join(RESUMABLE_SETTINGS)})"
         )
 
 
