@@ -134,12 +134,16 @@ def check_tree(root: str | os.PathLike[str]) -> None:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
                 elif not entry.is_file(follow_symlinks=False):
-                    raise UnsafePathError(f"{entry.path} is not a regular file or directory; refused")
+                    raise UnsafePathError(
+                        f"{entry.path} is not a regular file or directory; refused"
+                    )
             except FileNotFoundError:
                 continue
 
 
-def open_in(root: str | os.PathLike[str], rel: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+def open_in(
+    root: str | os.PathLike[str], rel: str | os.PathLike[str], flags: int, mode: int = 0o644
+) -> int:
     """Open ``root/rel`` without following a symbolic link at or below ``root``.
 
     Each directory between ``root`` and the file is opened relative to the one before with
@@ -229,11 +233,14 @@ def write_in(root: str | os.PathLike[str], rel: str | os.PathLike[str], data: by
             raise _link_error(target)
         tmp = f".{name}.tmp"
         try:
-            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=fd)
+            out = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=fd
+            )
         except OSError as error:
             if error.errno == errno.ELOOP or _is_link(tmp, fd):
                 raise _link_error(base.joinpath(*parts[:-1], tmp)) from None
-            raise
+            # Name the file asked for, not the hidden name it is first written under.
+            raise type(error)(error.errno, error.strerror, str(target)) from None
         try:
             with os.fdopen(out, "wb") as handle:
                 handle.write(data)

@@ -149,7 +149,8 @@ class RunDirectory(RunLogs):
             UnsafePathError: Naming a symbolic link or special file inside.
         """
         if not self.path.is_dir():
-            raise RunDirectoryError(f"run directory {self.path} does not exist")
+            what = "is a file, not a directory" if self.path.exists() else "does not exist"
+            raise RunDirectoryError(f"run directory {self.path} {what}")
         check_tree(self.path)
         if not self.config_path.is_file():
             raise RunDirectoryError(f"{self.config_path} is missing: not a run directory")
@@ -178,7 +179,9 @@ class RunDirectory(RunLogs):
         try:
             data = safe_load(self._read(self.config_path.name).decode("utf-8"))
         except UnicodeDecodeError as error:
-            raise RunDirectoryError(f"{self.config_path}: not UTF-8 text (byte {error.start})") from None
+            raise RunDirectoryError(
+                f"{self.config_path}: not UTF-8 text (byte {error.start})"
+            ) from None
         except yaml.YAMLError as error:
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise RunDirectoryError(f"{self.config_path}: not valid YAML ({first})") from None
@@ -222,10 +225,14 @@ class RunDirectory(RunLogs):
                 os.close(fd)
             os.replace(tmp, self.lineage_path)
         except OSError as error:
-            raise RunDirectoryError(f"{self.lineage_path}: cannot write ({error.strerror or error})") from None
+            raise RunDirectoryError(
+                f"{self.lineage_path}: cannot write ({error.strerror or error})"
+            ) from None
         fsync_directory(self.path)
 
-    def write_population(self, members: Iterable[tuple[str, Any]], base_model: str | None) -> list[str]:
+    def write_population(
+        self, members: Iterable[tuple[str, Any]], base_model: str | None
+    ) -> list[str]:
         """Replace ``population/`` with one PEFT adapter folder per ``(id, genome)``.
 
         Args:
@@ -252,11 +259,15 @@ class RunDirectory(RunLogs):
             staging.mkdir()
             for member_id, genome in members:
                 target = staging / member_id
-                genome.save_peft(target, base_model=base_model or getattr(genome, "base_model", None))
+                genome.save_peft(
+                    target, base_model=base_model or getattr(genome, "base_model", None)
+                )
                 written.append(member_id)
             replace_directory(staging, self.population_dir)
         except OSError as error:
-            raise RunDirectoryError(f"{self.population_dir}: cannot write ({error.strerror or error})") from None
+            raise RunDirectoryError(
+                f"{self.population_dir}: cannot write ({error.strerror or error})"
+            ) from None
         return written
 
     def population_ids(self) -> list[str]:
@@ -312,7 +323,9 @@ def export_adapter(
     known = run_dir.population_ids()
     if member_id not in known or check_member_id(member_id) != member_id:
         listed = ", ".join(known) or "none"
-        raise RunDirectoryError(f"unknown member {member_id!r} in {run_dir.population_dir} (living: {listed})")
+        raise RunDirectoryError(
+            f"unknown member {member_id!r} in {run_dir.population_dir} (living: {listed})"
+        )
     source = run_dir.population_dir / member_id
     target = Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -330,9 +343,13 @@ def export_adapter(
             base_model = str(shipped_model_path(name))
     except Exception as error:  # a damaged folder can fail in json, safetensors or peft
         detail = (str(error).splitlines() or [type(error).__name__])[0]
-        raise RunDirectoryError(f"{source}: corrupt adapter ({type(error).__name__}: {detail})") from None
+        raise RunDirectoryError(
+            f"{source}: corrupt adapter ({type(error).__name__}: {detail})"
+        ) from None
     if not genome.is_finite():
-        raise RunDirectoryError(f"{source}: the adapter has non-finite factors (nan or inf); not exported")
+        raise RunDirectoryError(
+            f"{source}: the adapter has non-finite factors (nan or inf); not exported"
+        )
     staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     if staging.exists():
         shutil.rmtree(staging)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -353,3 +354,28 @@ def test_an_integer_too_long_to_read_is_named_with_its_key_or_line(tmp_path):
     )
     assert "integer too long" in line
     assert not (tmp_path / "r").exists()
+
+
+def test_a_file_given_as_a_run_directory_is_called_a_file(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    _bad(["plot", str(afile)], "is a file, not a directory")
+    _bad(["eval", str(afile)], "is a file, not a directory")
+    _bad(
+        ["eval", "--model", "tiny-coder", "--problems", str(tmp_path)], "is a directory, not a file"
+    )
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_write_refused_by_permissions_names_the_file_asked_for(tmp_path):
+    from redqueen.experiments._safe_paths import write_in
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(PermissionError) as caught:
+            write_in(folder, "performance.png", b"x")
+        assert caught.value.filename == str(folder / "performance.png")
+    finally:
+        folder.chmod(0o755)

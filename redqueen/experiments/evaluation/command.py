@@ -152,7 +152,8 @@ def _check_inputs(
             raise _fail(f"adapter {path} does not exist")
     for run_dir in run_dirs:
         if not run_dir.is_dir():
-            raise _fail(f"run directory {run_dir} does not exist")
+            what = "is a file, not a directory" if run_dir.exists() else "does not exist"
+            raise _fail(f"run directory {run_dir} {what}")
 
 
 def _load_plugins(plugins: list[str]) -> None:
@@ -170,7 +171,8 @@ def _check_benchmark(benchmark: str, problems: Path | None) -> None:
     if problems is None and benchmark not in SUITES:
         raise _fail(f"unknown benchmark {benchmark!r} (known: {', '.join(sorted(SUITES))})")
     if problems is not None and not problems.is_file():
-        raise _fail(f"problems file {problems} does not exist")
+        what = "is a directory, not a file" if problems.is_dir() else "does not exist"
+        raise _fail(f"problems file {problems} {what}")
 
 
 def _evaluate_model(
