@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -358,10 +359,26 @@ def _load_model(path: str, dtype: torch.dtype) -> nn.Module:
         if not os.path.isdir(local):
             raise ValueError(f"AdapterHost: cannot load model {path!r}: no such directory")
         path = local
+    from transformers.utils import logging as hf_logging
+
+    # A loading bar helps at a terminal; in a log or a pipe it is a line of carriage returns.
+    quiet = not _on_terminal() and hf_logging.is_progress_bar_enabled()
+    if quiet:
+        hf_logging.disable_progress_bar()
     try:
         return AutoModelForCausalLM.from_pretrained(path, **{key: dtype})
     except OSError as error:
         raise ValueError(f"AdapterHost: cannot load model {path!r}: {error}") from error
+    finally:
+        if quiet:
+            hf_logging.enable_progress_bar()
+
+
+def _on_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return False
 
 
 def _eos_ids(model: nn.Module, tokenizer: object) -> set[int]:

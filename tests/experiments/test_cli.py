@@ -315,9 +315,8 @@ def test_an_unknown_backend_is_named_before_the_model_loads(tmp_path):
 
 
 def test_target_modules_the_model_lacks_are_named_as_such(tmp_path):
-    # Only a loaded model tells which modules it has: its loading bar comes before the line.
-    result = runner.invoke(
-        app,
+    # The model loads before its modules are known; off a terminal, without a loading bar.
+    line = _bad(
         [
             "run",
             "tiny",
@@ -326,11 +325,9 @@ def test_target_modules_the_model_lacks_are_named_as_such(tmp_path):
             "--set",
             "model.target_modules=[nosuch_proj]",
         ],
+        "model.target_modules:",
     )
-    assert result.exit_code == EXIT_BAD_INPUT, result.output
-    assert "Traceback" not in result.output
-    line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: model.target_modules:") and "nosuch_proj" in line
+    assert "nosuch_proj" in line
     assert not (tmp_path / "r").exists()
 
 
