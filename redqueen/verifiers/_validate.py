@@ -111,7 +111,10 @@ def validate_programs(
             continue
         spans.append((len(verdicts), len(pairs)))
         verdicts.append(None)
-        pairs.extend((program, f"f({args})") for args in prepared)
+        # Each input runs as written, as check_answers runs it: a literal's canonical form is
+        # not always the same value (``-1j`` is complex(-0.0, -1.0); its repr reads back as
+        # complex(0.0, -1.0)), so a gold computed on it could belong to another input.
+        pairs.extend((program, f"f({args}\n)") for args in prepared)
     if pairs:
         # Two runs per input, with heap jitters of opposite parity, so object addresses differ.
         base = int.from_bytes(os.urandom(1), "little") & 0x0E
@@ -128,7 +131,8 @@ def validate_programs(
 def _prepare(
     program: str, inputs: Sequence[str], max_source_chars: int, max_input_chars: int
 ) -> Validation | list[str]:
-    """Static checks; the inputs' canonical argument sources, or the rejection."""
+    """Static checks; the inputs' argument sources as they will run, or the rejection (two
+    inputs are duplicates when their canonical forms are equal)."""
     if isinstance(inputs, str):
         raise TypeError(
             "validate_program: inputs must be a sequence of argument strings, not a str"
@@ -158,7 +162,7 @@ def _prepare(
         canonical.append(format_args(args, kwargs))
     if len(set(canonical)) != len(canonical):
         return reject(RejectReason.DUPLICATE_INPUT, "two inputs are equal")
-    return canonical
+    return [text.strip() for text in inputs]
 
 
 def _judge(

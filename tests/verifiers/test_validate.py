@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 from redqueen.verifiers import (
+    AnswerStatus,
     RejectReason,
     Validation,
+    check_answers,
     check_source,
+    make_task,
     validate_program,
     validate_programs,
 )
@@ -151,3 +154,20 @@ def test_batched_validation_matches_one_at_a_time(executor):
     ]
     assert batched[3].outputs == ("'cba'",)
     assert validate_programs([], executor) == []
+
+
+def test_gold_outputs_belong_to_the_inputs_as_written(executor):
+    # ``-1j`` is complex(-0.0, -1.0); its repr, ``(-0-1j)``, reads back as complex(0.0, -1.0).
+    # The gold must be what the task's own input gives, as check_answers runs it.
+    program = "def f(z):\n    return str(z)\n"
+    result = validate_program(program, ["1", "-1j"], executor)
+    assert result.ok, result.detail
+    assert result.outputs == ("'1'", "'(-0-1j)'")
+    code_o = make_task("code_o", program, ["-1j"], result.outputs[1:])
+    code_i = make_task("code_i", program, ["-1j"], result.outputs[1:])
+    code_f = make_task("code_f", program, ["1", "-1j"], result.outputs, n_visible=1)
+    cheat = "def f(z):\n    return '1' if z == 1 else '-1j'\n"
+    statuses = check_answers(
+        [(code_o, "'(-0-1j)'"), (code_i, "-1j"), (code_f, program), (code_f, cheat)], executor
+    )
+    assert statuses == [AnswerStatus.CORRECT] * 3 + [AnswerStatus.WRONG]
