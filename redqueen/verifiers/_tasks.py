@@ -89,6 +89,24 @@ class CodeTask:
             )
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
+        if not isinstance(self.program, str):
+            raise TypeError(
+                f"CodeTask.program: must be source text, got {type(self.program).__name__}"
+            )
+        for field in ("inputs", "outputs"):
+            for i, text in enumerate(getattr(self, field)):
+                if not isinstance(text, str):
+                    raise TypeError(
+                        f"CodeTask.{field}[{i}]: must be a string, got {type(text).__name__}"
+                    )
+        for i, text in enumerate(self.outputs):
+            try:
+                parse_literal(text)
+            except LiteralParseError:
+                raise ValueError(
+                    f"CodeTask.outputs[{i}]: {text[:60]!r} is not a literal (gold outputs are "
+                    "what validate_program returns)"
+                ) from None
         if not self.inputs or len(self.inputs) != len(self.outputs):
             raise ValueError(
                 f"CodeTask.inputs/outputs: need equal, non-zero lengths, got {len(self.inputs)} and {len(self.outputs)}"

@@ -148,3 +148,21 @@ def test_check_answer_matches_batch_and_rejects_non_tasks(executor):
     assert str(AnswerStatus.WRONG) == "wrong"
     with pytest.raises(TypeError, match="CodeTask"):
         check_answers([("code_o", "1")], executor)
+
+
+@pytest.mark.parametrize(
+    ("program", "outputs", "error", "match"),
+    [
+        (
+            "def f(x):\n    return x",
+            ["nan"],
+            ValueError,
+            r"CodeTask.outputs\[0\]: 'nan' is not a literal",
+        ),
+        ("def f(x):\n    return x", [None], TypeError, r"CodeTask.outputs\[0\]: must be a string"),
+        (None, ["1"], TypeError, "CodeTask.program: must be source text"),
+    ],
+)
+def test_a_malformed_task_is_refused_when_built_not_when_judged(program, outputs, error, match):
+    with pytest.raises(error, match=match):
+        make_task("code_o", program, ["1"], outputs)
