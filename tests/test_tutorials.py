@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import redqueen.environments.surrogate  # noqa: F401  (registered before any snapshot below)
 import redqueen.evo.operators  # noqa: F401  (their registries exist before any tutorial runs)
 import redqueen.evo.selection  # noqa: F401
 import redqueen.experiments.config  # noqa: F401
