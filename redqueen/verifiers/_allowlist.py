@@ -48,7 +48,8 @@ _EXCEPTIONS = frozenset(
 #: a different value on every run and machine), ``eval``, ``exec``, ``compile``, ``open``,
 #: ``input``, ``globals``, ``locals``, ``vars``, ``dir``, ``__import__``, ``memoryview``.
 #: ``type`` is read only as ``type(x)`` in a comparison or ``type(x).__name__``: the type of a
-#: class is a metaclass, which builds classes from a dict of any names.
+#: class is a metaclass, which builds classes from a dict of any names. A comparison other than
+#: ``is`` hands the type to the other operand's methods, so that operand must be a listed type.
 ALLOWED_BUILTINS = (
     _names(
         "abs all any ascii bin bool bytearray bytes callable chr classmethod complex delattr dict "

@@ -26,6 +26,17 @@ __all__ = ["check_source"]
 _ATTRIBUTE_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 
 
+def _is_type_call(node: ast.expr) -> bool:
+    """``type(x)``: one positional argument, no keywords."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
+        and not node.keywords
+    )
+
+
 class _AllowListChecker(_NameChecker):
     """One walk over a program's AST; records the first construct that is not listed.
 
@@ -75,19 +86,49 @@ class _AllowListChecker(_NameChecker):
 
     def _mark_type_read(self, node: ast.expr) -> None:
         """``type(x)`` here is only compared, or its ``__name__`` read: the listed form."""
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "type"
-            and len(node.args) == 1
-            and not node.keywords
-        ):
+        if _is_type_call(node):
+            assert isinstance(node, ast.Call)
             self.type_reads.add(id(node.func))
 
     def visit_Compare(self, node: ast.Compare) -> None:
-        for operand in (node.left, *node.comparators):
-            self._mark_type_read(operand)
+        operands = [node.left, *node.comparators]
+        for k, operand in enumerate(operands):
+            if not _is_type_call(operand):
+                continue
+            # ``==``, ``<``, ``in`` ... call the other operand's methods with the type as an
+            # argument: a program's ``__eq__`` would hold ``type(C)``, a metaclass, as a value.
+            # ``is`` calls nothing; otherwise the neighbour must be a listed type.
+            neighbours = [operands[j] for j in (k - 1, k + 1) if 0 <= j < len(operands)]
+            ops = [node.ops[j] for j in (k - 1, k) if 0 <= j < len(node.ops)]
+            if all(
+                isinstance(op, ast.Is | ast.IsNot) or self._inert(other)
+                for op, other in zip(ops, neighbours, strict=True)
+            ):
+                self._mark_type_read(operand)
+            else:
+                self._refuse(
+                    RejectReason.BANNED_CALL,
+                    "type(x) is compared (other than with 'is') only with builtin or listed "
+                    "types, constants or another type(y): the other operand's methods would "
+                    "receive the type",
+                )
         self.generic_visit(node)
+
+    def _inert(self, node: ast.expr) -> bool:
+        """Whether comparing ``type(x)`` with ``node`` runs no method of the program's: a
+        constant, another ``type(y)``, a builtin name the program never binds, ``module.name``
+        of a listed module, or a tuple, list or set of these (names decided in :meth:`finish`)."""
+        if isinstance(node, ast.Constant) or _is_type_call(node):
+            return True
+        if isinstance(node, ast.Name) and node.id in ALLOWED_BUILTINS:
+            self.builtin_operands.add(node.id)
+            return True
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            self.module_operands.add(node.value.id)
+            return True
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return all(self._inert(item) for item in node.elts)
+        return False
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "__name__":
@@ -169,6 +210,10 @@ class _AllowListChecker(_NameChecker):
 
     # ------------------------------------------------------------------------------ the end
 
+    def names_bound(self) -> set[str]:
+        """Every name the program binds, imports included."""
+        return self.bound | self.modules.keys()
+
     def finish(self) -> None:
         """Decisions that needed the whole program: modules, attributes, names."""
         if "type" in self.scope.pending:
@@ -178,6 +223,19 @@ class _AllowListChecker(_NameChecker):
             )
         if self.scope.pending:
             self._refuse(RejectReason.BANNED_CALL, f"use of builtin {self.scope.pending[0]!r}")
+        rebound = sorted((self.self_matching | self.builtin_operands) & self.names_bound())
+        if rebound:
+            self._refuse(
+                RejectReason.BANNED_CALL,
+                f"name {rebound[0]!r} is rebound by the program, where it must be the builtin "
+                "(a positional class pattern, or what type(x) is compared with)",
+            )
+        not_modules = sorted(self.module_operands - self.modules.keys())
+        if not_modules:
+            self._refuse(
+                RejectReason.BANNED_CALL,
+                f"type(x) compared with an attribute of {not_modules[0]!r}, which is not a module",
+            )
         both = sorted(self.modules.keys() & self.bound)
         if both:
             self._refuse(RejectReason.BANNED_IMPORT, f"name {both[0]!r} is a module and a variable")

@@ -78,6 +78,11 @@ class _NameChecker(ast.NodeVisitor):
         self.defined: set[str] = set()  # attribute names the program defines
         self.callees: set[int] = set()  # ids of getter nodes called on the spot
         self.type_reads: set[int] = set()  # ids of ``type`` names in their listed form
+        # Names that must still mean what they say once the whole program is read: builtins
+        # and modules ``type(x)`` is compared with, builtin types in positional class patterns.
+        self.builtin_operands: set[str] = set()
+        self.module_operands: set[str] = set()
+        self.self_matching: set[str] = set()
 
     def _refuse(self, reason: RejectReason, detail: str) -> None:
         if self.found is None:
@@ -269,6 +274,8 @@ class _NameChecker(ast.NodeVisitor):
                 f"class pattern {ast.unparse(cls)}(...) with positional sub-patterns reads "
                 "attributes named at run time (__match_args__); name them as keywords",
             )
+        if node.patterns and isinstance(cls, ast.Name):
+            self.self_matching.add(cls.id)  # the builtin only if the program never rebinds it
         self.visit(cls)
         self._visit_all([*node.patterns, *node.kwd_patterns])
         for name in node.kwd_attrs:  # ``case C(name=...)`` reads the subject's ``name``

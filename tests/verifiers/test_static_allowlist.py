@@ -88,6 +88,34 @@ BYPASSES = {
         "    match (i for i in [x]):\n        case R(frame):\n            return str(frame)\n"
         "    return ''"
     ),
+    # The next three passed the allow-list itself (and ran, doing what they say).
+    # type(x) in a comparison reached a program's __eq__ as its other operand: type(C) is a
+    # metaclass, held as a value; a class it built then claimed every instance and named
+    # gi_frame in __match_args__, read by a positional pattern on `int` rebound to that class.
+    "type_through_reflected_eq": (
+        "class Grab:\n    def __init__(self):\n        self.got = None\n"
+        "    def __eq__(self, other):\n        self.got = other\n        return False\n"
+        "def f(x):\n    g = Grab()\n    if g == type(Grab):\n        return ''\n"
+        "    T = g.got\n"
+        "    M = T('M', (T,), {'__instancecheck__': lambda c, o: True})\n"
+        "    int = M('R', (), {'__match_args__': ('gi_frame',)})\n"
+        "    match (i for i in [x]):\n        case int(frame):\n            return str(frame)\n"
+        "    return ''"
+    ),
+    # The same type reached through `in`: the container's __contains__ receives it.
+    "type_through_contains": (
+        "class Grab:\n    def __contains__(self, other):\n        self.got = other\n"
+        "        return True\n"
+        "def f(x):\n    g = Grab()\n    type(Grab) in g\n"
+        "    return g.got('A', (), {'__annotations__': {'a=1': int}})"
+    ),
+    # A builtin type's name rebound: its positional pattern reads what the new class's
+    # __match_args__ names (here a namedtuple's field; with a metaclass, any attribute).
+    "self_matching_name_rebound": (
+        "from collections import namedtuple\n"
+        "def f(x):\n    int = namedtuple('P', 'a')\n"
+        "    match int(x):\n        case int(v):\n            return v\n    return 0"
+    ),
     # Enum's functional API also builds a class from a dict, __annotations__ included, which
     # dataclass writes into the source it executes.
     "enum_class_from_dict": (
@@ -160,6 +188,11 @@ NOT_LISTED = {
     ),
     "type_as_a_value": ("def f(x):\n    t = type\n    return t(x)", "type"),
     "type_of_a_value_called": ("def f(x):\n    return type(x)(0)", "type"),
+    "type_compared_with_a_variable": ("def f(x, y):\n    return type(x) == y", "type(x)"),
+    "type_compared_with_a_rebound_builtin": (
+        "def f(x):\n    str = x\n    return type(x) == str",
+        "'str'",
+    ),
     "positional_class_pattern": (
         "from dataclasses import dataclass\n@dataclass\nclass P:\n    a: int\n"
         "def f(x):\n    match x:\n        case P(v):\n            return v\n    return 0",
