@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,6 +18,9 @@ __all__ = ["LiteralParseError", "literal_equal", "parse_args", "parse_literal", 
 
 #: Longest text the parsers accept (a guard against pathological inputs).
 MAX_LITERAL_CHARS = 100_000
+#: An integer written in base 2, 8 or 16: the only form in which a literal can denote an int
+#: longer than the interpreter writes in decimal (``sys.get_int_max_str_digits``).
+_NON_DECIMAL = re.compile(r"0[xXoObB]")
 
 
 class LiteralParseError(ValueError):
@@ -42,9 +46,11 @@ def parse_literal(text: str) -> object:
     if stripped == "set()":
         return set()
     try:
-        return ast.literal_eval(stripped)
+        value = ast.literal_eval(stripped)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         raise LiteralParseError(f"not a Python literal: {_preview(stripped)}") from exc
+    _check_writable(value, stripped)
+    return value
 
 
 def parse_args(text: str) -> tuple[tuple[object, ...], dict[str, object]]:
@@ -80,7 +86,20 @@ def parse_args(text: str) -> tuple[tuple[object, ...], dict[str, object]]:
         if keyword.arg is None:
             raise LiteralParseError("**-arguments are not allowed in an argument list")
         kwargs[keyword.arg] = _literal_node(keyword.value, text)
+    _check_writable((args, kwargs), text)
     return tuple(args), kwargs
+
+
+def _check_writable(value: object, text: str) -> None:
+    """Refuse a value whose ``repr`` raises: ``0x`` followed by 4,000 digits is an int too long
+    to write in decimal, and every caller that writes a value back (a canonical input, the
+    round trip of a gold output) would raise on it."""
+    if _NON_DECIMAL.search(text) is None:
+        return
+    try:
+        repr(value)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise LiteralParseError(f"literal cannot be written back: {_preview(text)}") from exc
 
 
 def format_args(args: tuple[object, ...], kwargs: dict[str, object]) -> str:

@@ -77,6 +77,18 @@ def test_parse_literal_refuses_code(text):
         parse_literal(text)
 
 
+def test_an_int_too_long_to_write_in_decimal_is_not_a_literal():
+    # Base 16 escapes the parser's decimal digit limit; repr of the int would then raise.
+    long_hex = "0x" + "f" * 4000
+    for text in (long_hex, f"[1, -{long_hex}]", f"{{'a': {long_hex}}}"):
+        with pytest.raises(LiteralParseError):
+            parse_literal(text)
+    with pytest.raises(LiteralParseError):
+        parse_args(f"1, k={long_hex}")
+    assert parse_literal("0x10") == 16 and parse_literal("'0x" + "f" * 4000 + "'")
+    assert parse_args("0b101, 0o7") == ((5, 7), {})
+
+
 def test_parse_args_forms():
     assert parse_args("[3, 1], 'ab'") == (([3, 1], "ab"), {})
     assert parse_args("") == ((), {})

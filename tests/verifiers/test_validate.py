@@ -135,6 +135,20 @@ def test_inputs_must_be_a_sequence_of_strings(executor):
         validate_program(GOOD, "[1], 1", executor)
 
 
+def test_an_int_too_long_to_write_back_is_rejected_not_raised(executor):
+    # With limits above the defaults, a hex literal (input or output) fits, but its value has
+    # no decimal repr: validation rejects it instead of raising from the round trip.
+    long_hex = "0x" + "f" * 4000
+    program = (
+        f"class H:\n    def __repr__(self):\n        return '{long_hex}'\ndef f(x):\n    return H()"
+    )
+    limits = {"max_output_chars": 10_000, "max_input_chars": 10_000, "max_source_chars": 10_000}
+    result = validate_program(program, ["1"], executor, **limits)
+    assert result.reason is RejectReason.OUTPUT_NOT_LITERAL
+    result = validate_program("def f(x):\n    return 1", [long_hex], executor, **limits)
+    assert result.reason is RejectReason.INPUT_NOT_LITERAL
+
+
 def test_batched_validation_matches_one_at_a_time(executor):
     items = [
         (GOOD, ["[3, 1, 2], 2", "[], 1"]),
