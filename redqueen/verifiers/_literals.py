@@ -18,9 +18,13 @@ __all__ = ["LiteralParseError", "literal_equal", "parse_args", "parse_literal", 
 
 #: Longest text the parsers accept (a guard against pathological inputs).
 MAX_LITERAL_CHARS = 100_000
-#: An integer written in base 2, 8 or 16: the only form in which a literal can denote an int
-#: longer than the interpreter writes in decimal (``sys.get_int_max_str_digits``).
-_NON_DECIMAL = re.compile(r"0[xXoObB]")
+#: Text that may denote a value with no literal form: an int in base 2, 8 or 16 (the only form
+#: in which a literal denotes an int longer than the interpreter writes in decimal,
+#: ``sys.get_int_max_str_digits``), a float with an exponent or 309 digits (``1e999`` is
+#: ``inf``, whose repr is not a literal), or ``...`` (whose repr is ``Ellipsis``).
+_MAY_LACK_A_FORM = re.compile(r"0[xXoObB]|\d[eE]|\d{309}|\.\.\.")
+#: Bits past which an int may be too long to write in decimal (4,300 digits, the default limit).
+_LONG_INT_BITS = 14_000
 
 
 class LiteralParseError(ValueError):
@@ -91,15 +95,40 @@ def parse_args(text: str) -> tuple[tuple[object, ...], dict[str, object]]:
 
 
 def _check_writable(value: object, text: str) -> None:
-    """Refuse a value whose ``repr`` raises: ``0x`` followed by 4,000 digits is an int too long
-    to write in decimal, and every caller that writes a value back (a canonical input, the
-    round trip of a gold output) would raise on it."""
-    if _NON_DECIMAL.search(text) is None:
+    """Refuse a value that cannot be written back as a literal, so that every caller that writes
+    one (a canonical input, the round trip of a gold output) can: ``0x`` and 4,000 digits is an
+    int too long to write in decimal (its ``repr`` raises), ``1e999`` is ``inf`` and ``...`` is
+    ``Ellipsis`` (their ``repr`` is not a literal)."""
+    if _MAY_LACK_A_FORM.search(text) is None:
         return
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item is Ellipsis:
+            lacking = True
+        elif isinstance(item, float):
+            lacking = not math.isfinite(item)
+        elif isinstance(item, complex):
+            lacking = not (math.isfinite(item.real) and math.isfinite(item.imag))
+        elif isinstance(item, int):
+            lacking = item.bit_length() > _LONG_INT_BITS and not _decimal_writes(item)
+        else:
+            lacking = False
+            if isinstance(item, list | tuple | set | frozenset):
+                stack.extend(item)
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+        if lacking:
+            raise LiteralParseError(f"literal has no literal form: {_preview(text)}")
+
+
+def _decimal_writes(number: int) -> bool:
     try:
-        repr(value)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        raise LiteralParseError(f"literal cannot be written back: {_preview(text)}") from exc
+        repr(number)
+    except ValueError:
+        return False
+    return True
 
 
 def format_args(args: tuple[object, ...], kwargs: dict[str, object]) -> str:

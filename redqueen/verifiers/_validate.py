@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ProgramRunner", "validate_program", "validate_programs"]
 
+#: Stands for a round trip that gave no value.
+_NO_VALUE = object()
+
 
 class ProgramRunner(Protocol):
     """What validation needs of a sandbox: :meth:`Executor.execute_many`'s signature.
@@ -195,7 +198,11 @@ def _judge(
                 RejectReason.OUTPUT_NOT_LITERAL,
                 f"input {i}: output {a.value[:80]!r} is not a literal",
             )
-        if not values_equal(parse_literal(repr(value)), value):
+        try:
+            round_trip = parse_literal(repr(value))
+        except (LiteralParseError, ValueError):
+            round_trip = _NO_VALUE
+        if round_trip is _NO_VALUE or not values_equal(round_trip, value):
             return reject(RejectReason.OUTPUT_NOT_LITERAL, f"input {i}: output does not round-trip")
         if a.value != b.value or a.stdout != b.stdout:
             return reject(

@@ -89,6 +89,14 @@ def test_an_int_too_long_to_write_in_decimal_is_not_a_literal():
     assert parse_args("0b101, 0o7") == ((5, 7), {})
 
 
+@pytest.mark.parametrize("text", ["1e999", "[1, -1e999]", "{'a': 2e400j}", "1" * 400 + ".0", "..."])
+def test_a_value_whose_repr_is_not_a_literal_is_not_a_literal(text):
+    # 1e999 parses to inf and ... to Ellipsis, whose reprs ('inf', 'Ellipsis') do not parse.
+    with pytest.raises(LiteralParseError):
+        parse_literal(text)
+    assert parse_literal(repr(text)) == text and parse_literal("1e300") == 1e300
+
+
 def test_parse_args_forms():
     assert parse_args("[3, 1], 'ab'") == (([3, 1], "ab"), {})
     assert parse_args("") == ((), {})

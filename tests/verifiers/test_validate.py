@@ -149,6 +149,17 @@ def test_an_int_too_long_to_write_back_is_rejected_not_raised(executor):
     assert result.reason is RejectReason.INPUT_NOT_LITERAL
 
 
+@pytest.mark.parametrize("text", ["1e999", "[1, -1e999j]", "(1, ...)"])
+def test_an_output_whose_value_has_no_literal_form_is_rejected_not_raised(executor, text):
+    # The program's __repr__ writes a literal whose value (inf, Ellipsis) writes back as a
+    # non-literal: the round trip rejects the output instead of raising out of validation.
+    program = (
+        f"class H:\n    def __repr__(self):\n        return {text!r}\ndef f(x):\n    return H()"
+    )
+    result = validate_program(program, ["1"], executor)
+    assert result.reason is RejectReason.OUTPUT_NOT_LITERAL
+
+
 def test_batched_validation_matches_one_at_a_time(executor):
     items = [
         (GOOD, ["[3, 1, 2], 2", "[], 1"]),
