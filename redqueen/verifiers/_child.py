@@ -189,9 +189,12 @@ def _refuse_raw_memory(event: str, args: tuple) -> None:
         raise ImportError(f"{args[0]} is not available in the sandbox")
 
 
-#: Small-object size classes (bytes) of the child's heap jitter, besides ``object`` (16) and
-#: ``float`` (24): the classes most of a small program's objects come from.
+#: Small-object size classes (bytes) whose free lists the child scrambles, besides ``object``
+#: (16) and ``float`` (24, in the 32-byte class), taken as ``bytes`` (``bytes(n)`` takes
+#: ``33 + n`` bytes): the classes most of a small program's objects come from.
 _JITTER_CLASSES = tuple(range(48, 129, 16))
+#: Blocks of each class the child frees in a random order before the program runs.
+_JITTER_BLOCKS = 128
 
 
 def run_child(server: Zygote, request_fd: int, wfd: int, writer: CappedWriter) -> None:
@@ -221,21 +224,43 @@ def _read_request(fd: int) -> dict:
     return request
 
 
-def _child_jitter() -> list[list[object]]:
-    """A random number (0-15) of objects of each small size class, taken before the program.
+class _Held:
+    """The blocks a child keeps until it exits (a short ``repr`` for anything that prints it)."""
 
-    The template's jitter shifts a child's allocations, but in a heap that earlier runs left
-    fragmented its blocks can land in holes the program's objects never reach. Taken here, from
-    the child's own free lists just before the program allocates, they move the program's
-    objects along those same lists: two runs place a program's objects at different addresses
-    (with probability 15/16 per size class) whatever the heap looks like, so an output that
-    depends on addresses differs between them. The count is drawn here, so no program can read
-    it anywhere before its run.
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks: list[list[object]]) -> None:
+        self.blocks = blocks
+
+
+def _child_jitter() -> _Held:
+    """Scramble the free list of each small size class before the program allocates.
+
+    For each class the child takes ``2 * _JITTER_BLOCKS`` blocks, keeps a random half and frees
+    the other half in a random order. The allocator hands freed blocks out last-freed first,
+    so the program's first objects of each class come back at addresses in an order drawn
+    afresh in every child, not in address order. A shift of the heap (an equal count of objects
+    taken in both runs) leaves a set of objects hashed by address in the same order whenever
+    both runs place them without wrapping its table, which contiguous blocks often do; a
+    scrambled free list orders them at random, so an output that depends on addresses differs
+    between two runs. The kept half holds every pool partly used, so none is returned empty
+    and handed out again in address order. The draws are made here, so no program can read
+    them anywhere before its run.
     """
-    span = range(os.urandom(1)[0] % 16)
-    held: list[list[object]] = [[object() for _ in span], [float(i) + 0.5 for i in span]]
-    held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
-    return held
+    held: list[list[object]] = []
+    for size in (16, 32, *_JITTER_CLASSES):
+        if size == 16:
+            blocks: list[object] = [object() for _ in range(2 * _JITTER_BLOCKS)]
+        elif size == 32:
+            blocks = [float(i) + 0.5 for i in range(2 * _JITTER_BLOCKS)]
+        else:
+            blocks = [bytes(size - 33) for _ in range(2 * _JITTER_BLOCKS)]
+        keys = os.urandom(2 * _JITTER_BLOCKS)
+        order = sorted(range(2 * _JITTER_BLOCKS), key=keys.__getitem__)
+        held.append([blocks[i] for i in order[:_JITTER_BLOCKS]])
+        for i in order[_JITTER_BLOCKS:]:
+            blocks[i] = None  # freed now, in the drawn order
+    return _Held(held)
 
 
 def run_test(
@@ -338,6 +363,13 @@ def execute_program(
 
 
 def describe(exc: BaseException) -> str:
-    """``"Type: message"``, truncated to 1000 characters."""
-    text = f"{type(exc).__name__}: {exc}"
+    """``"Type: message"``, truncated to 1000 characters; never raises.
+
+    A program's exception may carry a ``__str__`` that raises or returns a non-string; its
+    report is then the type's name alone.
+    """
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except BaseException:
+        text = f"{type(exc).__name__}: (its message could not be written)"
     return text if len(text) <= 1000 else text[:997] + "..."

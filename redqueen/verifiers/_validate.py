@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import tokenize
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -204,9 +206,33 @@ def _judge(
             round_trip = _NO_VALUE
         if round_trip is _NO_VALUE or not values_equal(round_trip, value):
             return reject(RejectReason.OUTPUT_NOT_LITERAL, f"input {i}: output does not round-trip")
+        if not _written_as_a_repr(a.value):
+            return reject(
+                RejectReason.OUTPUT_NOT_LITERAL,
+                f"input {i}: output text holds a comment or a character a repr escapes",
+            )
         if a.value != b.value or a.stdout != b.stdout:
             return reject(
                 RejectReason.NONDETERMINISTIC, f"input {i}: two runs gave different results"
             )
         outputs.append(a.value)
     return Validation(ok=True, outputs=tuple(outputs))
+
+
+def _written_as_a_repr(text: str) -> bool:
+    """Whether ``text`` could be a builtin literal's ``repr``: printable, with no comment.
+
+    A builtin value's ``repr`` escapes every unprintable character inside its strings and
+    holds no ``#`` outside them. A program-defined ``__repr__`` may write a literal with a
+    comment or a line break in it; such text parses, but as a gold output it would carry the
+    program's words into prompts, so it is refused.
+    """
+    if not text.isprintable():
+        return False
+    if "#" not in text:
+        return True
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return all(token.type != tokenize.COMMENT for token in tokens)
