@@ -270,7 +270,10 @@ def test_version_completion_and_plain_list():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.strip() == f"redqueen {__version__}"
     script = runner.invoke(app, ["--show-completion", "bash"], prog_name="redqueen")
-    assert script.exit_code == 0 and "_REDQUEEN_COMPLETE" in script.stdout
+    assert script.exit_code == 0 and "_REDQUEEN_COMPLETE" in script.stdout, (
+        script.output,
+        script.exception,
+    )
     listed = runner.invoke(app, ["list"])
     assert listed.exit_code == 0
     assert not any(ch in listed.stdout for ch in "│┌└─")  # no table drawing, one entry per line
