@@ -189,12 +189,12 @@ def _refuse_raw_memory(event: str, args: tuple) -> None:
         raise ImportError(f"{args[0]} is not available in the sandbox")
 
 
-#: Small-object size classes (bytes) whose free lists the child scrambles, besides ``object``
+#: Small-object size classes (bytes) of the heap jitter and the scramble, besides ``object``
 #: (16) and ``float`` (24, in the 32-byte class), taken as ``bytes`` (``bytes(n)`` takes
 #: ``33 + n`` bytes): the classes most of a small program's objects come from.
 _JITTER_CLASSES = tuple(range(48, 129, 16))
-#: Blocks of each class the child frees in a random order before the program runs.
-_JITTER_BLOCKS = 128
+#: Blocks of each class a fork server frees in a random order before it serves.
+_SCRAMBLE_BLOCKS = 64
 
 
 def run_child(server: Zygote, request_fd: int, wfd: int, writer: CappedWriter) -> None:
@@ -225,7 +225,7 @@ def _read_request(fd: int) -> dict:
 
 
 class _Held:
-    """The blocks a child keeps until it exits (a short ``repr`` for anything that prints it)."""
+    """Blocks kept until the process exits (a short ``repr`` for anything that prints it)."""
 
     __slots__ = ("blocks",)
 
@@ -234,31 +234,46 @@ class _Held:
 
 
 def _child_jitter() -> _Held:
-    """Scramble the free list of each small size class before the program allocates.
+    """A random number (0-15) of objects of each small size class, taken before the program.
 
-    For each class the child takes ``2 * _JITTER_BLOCKS`` blocks, keeps a random half and frees
-    the other half in a random order. The allocator hands freed blocks out last-freed first,
-    so the program's first objects of each class come back at addresses in an order drawn
-    afresh in every child, not in address order. A shift of the heap (an equal count of objects
-    taken in both runs) leaves a set of objects hashed by address in the same order whenever
-    both runs place them without wrapping its table, which contiguous blocks often do; a
-    scrambled free list orders them at random, so an output that depends on addresses differs
-    between two runs. The kept half holds every pool partly used, so none is returned empty
-    and handed out again in address order. The draws are made here, so no program can read
-    them anywhere before its run.
+    Taken from the child's own free lists just before the program allocates, they move the
+    program's objects along those lists (with probability 15/16 per size class), whatever the
+    heap looks like. The count is drawn here, so no program can read it anywhere before its
+    run. Together with the server's scrambled free lists (:func:`scramble_free_lists`), an
+    output that depends on addresses differs between two runs.
+    """
+    span = range(os.urandom(1)[0] % 16)
+    held: list[list[object]] = [[object() for _ in span], [float(i) + 0.5 for i in span]]
+    held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
+    return _Held(held)
+
+
+def scramble_free_lists() -> _Held:
+    """Scramble the free list of each small size class; a fork server calls it once, to serve.
+
+    For each class it takes ``2 * _SCRAMBLE_BLOCKS`` blocks, keeps a random half and frees the
+    other half in a random order. The allocator hands freed blocks out last-freed first, so a
+    program's first objects of each class come back at addresses in an order this server drew,
+    not in address order. A shift of the heap alone leaves a set of objects made one after
+    another in the same order under most shifts (its blocks are contiguous and fill a run of
+    the set's table); two servers with free lists scrambled apart order them differently, and
+    validation's two runs of an input go to two servers. The server's own allocations between
+    forks take blocks from these lists and give them back, so the order stays drawn. The kept
+    half holds every pool partly used, so none is returned empty and handed out again in
+    address order. Drawn once per server, it costs its children nothing.
     """
     held: list[list[object]] = []
     for size in (16, 32, *_JITTER_CLASSES):
         if size == 16:
-            blocks: list[object] = [object() for _ in range(2 * _JITTER_BLOCKS)]
+            blocks: list[object] = [object() for _ in range(2 * _SCRAMBLE_BLOCKS)]
         elif size == 32:
-            blocks = [float(i) + 0.5 for i in range(2 * _JITTER_BLOCKS)]
+            blocks = [float(i) + 0.5 for i in range(2 * _SCRAMBLE_BLOCKS)]
         else:
-            blocks = [bytes(size - 33) for _ in range(2 * _JITTER_BLOCKS)]
-        keys = os.urandom(2 * _JITTER_BLOCKS)
-        order = sorted(range(2 * _JITTER_BLOCKS), key=keys.__getitem__)
-        held.append([blocks[i] for i in order[:_JITTER_BLOCKS]])
-        for i in order[_JITTER_BLOCKS:]:
+            blocks = [bytes(size - 33) for _ in range(2 * _SCRAMBLE_BLOCKS)]
+        keys = os.urandom(2 * _SCRAMBLE_BLOCKS)
+        order = sorted(range(2 * _SCRAMBLE_BLOCKS), key=keys.__getitem__)
+        held.append([blocks[i] for i in order[:_SCRAMBLE_BLOCKS]])
+        for i in order[_SCRAMBLE_BLOCKS:]:
             blocks[i] = None  # freed now, in the drawn order
     return _Held(held)
 

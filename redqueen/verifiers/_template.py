@@ -10,8 +10,9 @@ The server reads neither, nor the names of files a program left behind: it forks
 the children, kills them at the deadline and reports their wait status, from which and the
 result frame the host decides the verdict.
 
-Every fork starts from the same template state (the child then takes a random heap shift of
-its own, ``_child._child_jitter``), so a program cannot tell validation from judging, nor one
+Every fork starts from the same template state (its small-object free lists scrambled once,
+``_child.scramble_free_lists``; the child then takes a random heap shift of its own,
+``_child._child_jitter``), so a program cannot tell validation from judging, nor one
 run from another, by anything it can read.
 
 Standard library only; imported by the fork-server script as a sibling module.
@@ -27,9 +28,9 @@ import socket
 from typing import TYPE_CHECKING
 
 if __package__:
-    from ._child import CappedWriter, run_candidate, run_child, run_test
+    from ._child import CappedWriter, run_candidate, run_child, run_test, scramble_free_lists
 else:  # imported by the fork-server script as a sibling module
-    from _child import CappedWriter, run_candidate, run_child, run_test
+    from _child import CappedWriter, run_candidate, run_child, run_test, scramble_free_lists
 
 if TYPE_CHECKING:
     from redqueen.verifiers._zygote import Zygote
@@ -83,6 +84,7 @@ class Template:
         zygote = self.zygote
         zygote.server_pid = os.getpid()  # the children's parent, which they check
         signal.signal(signal.SIGALRM, self._on_alarm)
+        self.held = scramble_free_lists()  # kept while this server serves
         while True:
             try:
                 received = receive_control(self.control)
