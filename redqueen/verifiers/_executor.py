@@ -153,7 +153,7 @@ class Executor:
                 nothing. Every run already takes a random heap shift of its own, drawn after
                 the request is out of reach, and each repeat of a pair within a call runs on
                 another fork server than the one before it (separate interpreters with their
-                own address layout),
+                own address layout and their own scrambled small-object free lists),
                 so programs whose result depends on ``id()``, ``hash()`` of objects or set
                 order over objects disagree between repeats
                 (:func:`~redqueen.verifiers.validate_program` relies on this), and nothing a

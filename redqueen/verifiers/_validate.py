@@ -121,7 +121,8 @@ def validate_programs(
         # complex(0.0, -1.0)), so a gold computed on it could belong to another input.
         pairs.extend((program, f"f({args}\n)") for args in prepared)
     if pairs:
-        # Two runs per input, with heap jitters of opposite parity, so object addresses differ.
+        # Two runs per input. The Executor runs them on two fork servers whose small-object free
+        # lists were scrambled apart; runners that take heap jitters get ones of opposite parity.
         base = int.from_bytes(os.urandom(1), "little") & 0x0E
         jitter = [base] * len(pairs) + [base + 5] * len(pairs)
         results = executor.execute_many(pairs + pairs, heap_jitter=jitter)
