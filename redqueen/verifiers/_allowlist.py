@@ -19,6 +19,7 @@ import fractions
 import functools
 import re
 import types
+import typing
 
 __all__ = [
     "ALLOWED_ATTRIBUTES",
@@ -198,12 +199,52 @@ _INTERNAL_TYPES = (
     classmethod,
     staticmethod,
 )
+
+
+def _typing_objects() -> tuple[object, ...]:
+    """What ``typing`` makes of a program's arguments: aliases, forward references, special
+    forms, type variables. Its comparisons hand them to a program's ``__eq__``
+    (``typing.List['s'] == typing.List[g]`` gives ``g`` the ``ForwardRef('s')``), so a program
+    can hold any of them without naming one."""
+    var = typing.TypeVar("var")
+
+    class Generic(typing.Generic[var]):
+        pass
+
+    ref = "s"  # a string, which typing turns into a ForwardRef
+    made = (
+        typing.ForwardRef(ref),
+        *(getattr(typing, name)[ref] for name in ("List", "Optional", "Literal", "Tuple")),
+        *(getattr(typing, name)[int, ref] for name in ("Union", "Dict")),
+        typing.Callable[[ref], ref],
+        Generic[ref],  # type: ignore[valid-type]
+        var,
+        typing.Generic,
+        typing.Protocol,
+    )
+    forms = ("Any", "LiteralString", "Never", "NoReturn", "Self", "TypeAlias", "ClassVar", "Final")
+    made += tuple(getattr(typing, name) for name in forms if hasattr(typing, name))
+    listed = tuple(getattr(typing, name) for name in sorted(ALLOWED_MODULES["typing"]))
+    return (*made, *listed)
+
+
+def _private_and_public(value: object) -> set[str]:
+    return {name for name in dir(value) if not (name.startswith("__") and name.endswith("__"))}
+
+
 #: Attribute names no program may use, even on a class of its own: the interpreter's internals
 #: (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``, ``mro`` ...) not among the listed
-#: attributes, and the formatting methods. A program that defines ``self.f_back`` must not be
-#: able to read a frame's ``f_back`` under that cover.
+#: attributes, every attribute of what ``typing`` makes, private ones included
+#: (``ForwardRef._evaluate`` evaluates its string; ``_getitem``, ``copy_with`` ...), and the
+#: formatting methods. A program that defines ``self.f_back`` must not be able to read a
+#: frame's ``f_back`` under that cover.
 RESERVED_ATTRIBUTES = (
-    frozenset(name for kind in _INTERNAL_TYPES for name in dir(kind) if not name.startswith("_"))
+    (
+        frozenset(
+            name for kind in _INTERNAL_TYPES for name in dir(kind) if not name.startswith("_")
+        )
+        | frozenset(name for value in _typing_objects() for name in _private_and_public(value))
+    )
     - ALLOWED_ATTRIBUTES
 ) | _FORMATTING
 

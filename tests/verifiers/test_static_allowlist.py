@@ -7,6 +7,7 @@ import importlib
 import itertools
 import re
 import types
+import typing
 from collections import Counter
 from decimal import Decimal
 from fractions import Fraction
@@ -115,6 +116,17 @@ BYPASSES = {
         "from collections import namedtuple\n"
         "def f(x):\n    int = namedtuple('P', 'a')\n"
         "    match int(x):\n        case int(v):\n            return v\n    return 0"
+    ),
+    # typing compares a program's objects with what it made of strings: the program's __eq__
+    # received a ForwardRef, whose _evaluate (a name the program may define) evals its string.
+    "forward_reference_through_eq": (
+        "import typing\n"
+        "class Grab:\n    def __init__(self):\n        self.got = []\n        self._evaluate = 0\n"
+        "    def __eq__(self, other):\n        self.got.append(other)\n        return True\n"
+        "    def __hash__(self):\n        return 1\n"
+        "def f(x):\n    g = Grab()\n"
+        "    typing.List[\"__import__('os').getpid()\"] == typing.List[g]\n"
+        "    return g.got[-1]._evaluate({}, {}, frozenset())"
     ),
     # Enum's functional API also builds a class from a dict, __annotations__ included, which
     # dataclass writes into the source it executes.
@@ -615,6 +627,36 @@ def test_nothing_internal_is_reachable_by_name_from_what_is_listed():
                     seen.add(id(found))
                     following.append((f"{path}.{name}", found))
         frontier = following
+
+
+def test_what_typing_hands_a_program_has_only_reserved_or_listed_names():
+    # typing compares a program's objects with the aliases, forward references and special
+    # forms it makes, so a program's __eq__ can hold any of them: no attribute name on one,
+    # private ones included, may be a name a program defines.
+    got = []
+
+    class Grab:
+        def __eq__(self, other):
+            got.append(other)
+            return NotImplemented
+
+        __hash__ = object.__hash__
+
+    g = Grab()
+    for name in sorted(ALLOWED_MODULES["typing"]):
+        form = getattr(typing, name)
+        for made in ("s", g, ("s", g), (g, "s")):
+            for pair in ((made, g), (g, made)):
+                try:
+                    form[pair[0]] == form[pair[1]]  # noqa: B015
+                except Exception:
+                    continue
+    handed = [v for v in got if not isinstance(v, Grab | type)]
+    assert any(isinstance(v, typing.ForwardRef) for v in handed)
+    for value in handed:
+        names = {n for n in dir(value) if not (n.startswith("__") and n.endswith("__"))}
+        assert names <= RESERVED_ATTRIBUTES | ALLOWED_ATTRIBUTES, (value, names)
+        assert "_evaluate" not in ALLOWED_ATTRIBUTES
 
 
 def test_listed_attributes_and_reserved_ones_do_not_meet():
