@@ -28,7 +28,9 @@ __all__ = [
     "ALLOWED_NODES",
     "DEFINABLE_DUNDERS",
     "FUTURE_FEATURES",
+    "CALLED_ON_THE_SPOT",
     "GETTER_NAMES",
+    "ONE_ARGUMENT_NAMES",
     "REFUSED_BUILTINS",
     "RESERVED_ATTRIBUTES",
     "SELF_MATCHING",
@@ -268,6 +270,13 @@ SELF_MATCHING = _names("bool bytearray bytes dict float frozenset int list set s
 #: Callables that read an attribute named by a string: allowed only where called on the spot
 #: with constant names, never as values (renamed, passed, stored), where the name is out of sight.
 GETTER_NAMES = frozenset({"getattr", "hasattr", "setattr", "delattr", "attrgetter", "methodcaller"})
+#: Callables whose further parameters are their own bookkeeping: called on the spot with one
+#: positional argument only, never as values. ``copy.deepcopy(x, memo)`` trusts ``memo`` as its
+#: table of copies: a program's mapping answers its lookups with objects and names of its
+#: choosing, which deepcopy then rebuilds (``getattr(obj, name)`` from a method's reduction).
+ONE_ARGUMENT_NAMES = frozenset({"deepcopy"})
+#: Names that are only called on the spot (see :data:`GETTER_NAMES`, :data:`ONE_ARGUMENT_NAMES`).
+CALLED_ON_THE_SPOT = GETTER_NAMES | ONE_ARGUMENT_NAMES
 
 #: Syntax a program may use. Not listed: ``with`` (no listed context manager), ``async`` and
 #: ``await``, ``except*``, and type-parameter syntax.

@@ -14,8 +14,9 @@ import ast
 from ._allowlist import (
     ALLOWED_BUILTINS,
     ALLOWED_MODULES,
+    CALLED_ON_THE_SPOT,
     FUTURE_FEATURES,
-    GETTER_NAMES,
+    ONE_ARGUMENT_NAMES,
     REFUSED_BUILTINS,
 )
 from ._static_names import _NameChecker
@@ -78,7 +79,7 @@ class _AllowListChecker(_NameChecker):
                 self._refuse(RejectReason.BANNED_IMPORT, f"from {module} import * (names unseen)")
             elif alias.name not in ALLOWED_MODULES[module]:
                 self._refuse(RejectReason.BANNED_IMPORT, f"{module}.{alias.name} is not listed")
-            elif alias.name in GETTER_NAMES and alias.asname not in (None, alias.name):
+            elif alias.name in CALLED_ON_THE_SPOT and alias.asname not in (None, alias.name):
                 self._refuse(RejectReason.BANNED_CALL, f"{alias.name} imported under another name")
             self._bind(alias.asname or alias.name)
 
@@ -133,7 +134,7 @@ class _AllowListChecker(_NameChecker):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "__name__":
             self._mark_type_read(node.value)
-        if node.attr in GETTER_NAMES and id(node) not in self.callees:
+        if node.attr in CALLED_ON_THE_SPOT and id(node) not in self.callees:
             self._refuse(RejectReason.BANNED_CALL, f"{node.attr} used as a value")
         read = isinstance(node.ctx, ast.Load)
         if isinstance(node.value, ast.Name) and isinstance(node.value.ctx, ast.Load):
@@ -173,6 +174,13 @@ class _AllowListChecker(_NameChecker):
                     continue
                 for part in arg.value.split(".") if name == "attrgetter" else [arg.value]:
                     self._use_attribute(part, store=False)
+        elif name in ONE_ARGUMENT_NAMES:
+            self.callees.add(id(func))
+            if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+                self._refuse(
+                    RejectReason.BANNED_CALL,
+                    f"{name}() takes one argument here: its others are its own bookkeeping",
+                )
         elif name == "namedtuple":
             self._namedtuple_fields(node)
         self.generic_visit(node)

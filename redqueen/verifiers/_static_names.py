@@ -17,8 +17,8 @@ from typing import Any
 from ._allowlist import (
     ALLOWED_ATTRIBUTES,
     ALLOWED_NODES,
+    CALLED_ON_THE_SPOT,
     DEFINABLE_DUNDERS,
-    GETTER_NAMES,
     REFUSED_BUILTINS,
     RESERVED_ATTRIBUTES,
     SELF_MATCHING,
@@ -160,7 +160,7 @@ class _NameChecker(ast.NodeVisitor):
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load):
-            if node.id in GETTER_NAMES and id(node) not in self.callees:
+            if node.id in CALLED_ON_THE_SPOT and id(node) not in self.callees:
                 self._refuse(RejectReason.BANNED_CALL, f"{node.id} used as a value")
             self._read_name(node.id, as_value=True, node=node)
         else:

@@ -128,6 +128,23 @@ BYPASSES = {
         "    typing.List[\"__import__('os').getpid()\"] == typing.List[g]\n"
         "    return g.got[-1]._evaluate({}, {}, frozenset())"
     ),
+    # deepcopy trusts its memo as its table of copies: a program's mapping answered the lookups
+    # of a method's reduction (getattr, (list, 'append')) with an object and a name of its
+    # choosing, and received getattr(obj, name) as the copy: here a function's __globals__.
+    "deepcopy_memo_answers_getattr": (
+        "import copy\n"
+        "class Memo:\n    def __init__(self, target, name):\n"
+        "        self.n, self.got, self.sub = 0, [], [target, name]\n"
+        "    def get(self, key, default):\n        self.n += 1\n"
+        "        return self.sub[self.n - 2] if self.n in (2, 3) else default\n"
+        "    def __setitem__(self, key, value):\n        self.got.append(value)\n"
+        "    def __getitem__(self, key):\n        return self.got\n"
+        "def f(x):\n    m = Memo(f, '__globals__')\n    copy.deepcopy(list.append, m)\n"
+        "    return m.got[0]['__builtins__']"
+    ),
+    "deepcopy_with_a_memo_as_a_value": (
+        "import copy, functools\ndef f(x):\n    return functools.partial(copy.deepcopy, memo={})(x)"
+    ),
     # Enum's functional API also builds a class from a dict, __annotations__ included, which
     # dataclass writes into the source it executes.
     "enum_class_from_dict": (
@@ -198,6 +215,8 @@ NOT_LISTED = {
         "import operator\ndef f(x):\n    return operator.attrgetter('gi_frame')(x)",
         "gi_frame",
     ),
+    "deepcopy_memo": ("import copy\ndef f(x):\n    return copy.deepcopy(x, {})", "deepcopy"),
+    "deepcopy_renamed": ("from copy import deepcopy as d\ndef f(x):\n    return d(x)", "deepcopy"),
     "type_as_a_value": ("def f(x):\n    t = type\n    return t(x)", "type"),
     "type_of_a_value_called": ("def f(x):\n    return type(x)(0)", "type"),
     "type_compared_with_a_variable": ("def f(x, y):\n    return type(x) == y", "type(x)"),
