@@ -230,14 +230,32 @@ def _typing_objects() -> tuple[object, ...]:
     return (*made, *listed)
 
 
+#: Values an attribute may hold and still be read under a name a program defines: plain data,
+#: which leads nowhere (``_name`` is a string, ``_inst`` a bool).
+_PLAIN_DATA = (type(None), bool, int, str)
+
+
 def _private_and_public(value: object) -> set[str]:
-    return {name for name in dir(value) if not (name.startswith("__") and name.endswith("__"))}
+    """Non-dunder attribute names of ``value`` whose values are not plain data."""
+    names = set()
+    for name in dir(value):
+        if name.startswith("__") and name.endswith("__"):
+            continue
+        try:
+            held = getattr(value, name)
+        except Exception:  # a descriptor that refuses to be read here may not elsewhere
+            names.add(name)
+            continue
+        if not isinstance(held, _PLAIN_DATA):
+            names.add(name)
+    return names
 
 
 #: Attribute names no program may use, even on a class of its own: the interpreter's internals
 #: (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``, ``mro`` ...) not among the listed
-#: attributes, every attribute of what ``typing`` makes, private ones included
-#: (``ForwardRef._evaluate`` evaluates its string; ``_getitem``, ``copy_with`` ...), and the
+#: attributes, every attribute of what ``typing`` makes that holds more than plain data, private
+#: ones included (``ForwardRef._evaluate`` evaluates its string; ``_getitem``, ``copy_with``
+#: ...; ``_name``, a string, stays a name programs may use), and the
 #: formatting methods. A program that defines ``self.f_back`` must not be able to read a
 #: frame's ``f_back`` under that cover.
 RESERVED_ATTRIBUTES = (

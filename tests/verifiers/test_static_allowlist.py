@@ -651,7 +651,7 @@ def test_nothing_internal_is_reachable_by_name_from_what_is_listed():
 def test_what_typing_hands_a_program_has_only_reserved_or_listed_names():
     # typing compares a program's objects with the aliases, forward references and special
     # forms it makes, so a program's __eq__ can hold any of them: no attribute name on one,
-    # private ones included, may be a name a program defines.
+    # private ones included, may be a name a program defines, unless it holds plain data.
     got = []
 
     class Grab:
@@ -673,9 +673,16 @@ def test_what_typing_hands_a_program_has_only_reserved_or_listed_names():
     handed = [v for v in got if not isinstance(v, Grab | type)]
     assert any(isinstance(v, typing.ForwardRef) for v in handed)
     for value in handed:
-        names = {n for n in dir(value) if not (n.startswith("__") and n.endswith("__"))}
+        names = {
+            n
+            for n in dir(value)
+            if not (n.startswith("__") and n.endswith("__"))
+            and not isinstance(getattr(value, n, None), type(None) | bool | int | str)
+        }
         assert names <= RESERVED_ATTRIBUTES | ALLOWED_ATTRIBUTES, (value, names)
         assert "_evaluate" not in ALLOWED_ATTRIBUTES
+    assert {"_evaluate", "_getitem", "copy_with"} <= RESERVED_ATTRIBUTES
+    assert not {"_name", "_inst"} & RESERVED_ATTRIBUTES  # plain data: programs may use them
 
 
 def test_listed_attributes_and_reserved_ones_do_not_meet():
