@@ -99,9 +99,12 @@ def confine(server: Zygote, keep: tuple[int, ...]) -> None:
         os._exit(EXIT_RAISED)
     ruleset = server.ruleset_fd
     sources = (*keep, ruleset) if ruleset >= 0 else keep
-    # Out of the way first, so that renumbering never overwrites a descriptor still to move:
-    # the server's /dev/null may itself sit at 3, where the first kept pipe lands.
-    null, *moved = (fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in (server.devnull, *sources))
+    # This child's own /dev/null: a descriptor shared with the server would share its open
+    # file's flags (O_APPEND, O_NONBLOCK) and locks, which outlive the child, with every later
+    # child. Out of the way first, so that renumbering never overwrites a descriptor still to
+    # move: the new /dev/null may itself sit at 3, where the first kept pipe lands.
+    own_null = os.open(os.devnull, os.O_RDWR)
+    null, *moved = (fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in (own_null, *sources))
     for fd in (0, 1, 2):  # the standard descriptors lead nowhere, whatever writes to them
         os.dup2(null, fd)
     for target, fd in enumerate(moved, start=_FIRST_FD):

@@ -100,7 +100,6 @@ class Zygote:
         self.landlock = Landlock(abi) if abi >= 1 else None
         program = build_filter(allow_fs_writes=self.landlock is not None)
         self.seccomp = Seccomp(program) if program is not None else None
-        self.devnull = os.open(os.devnull, os.O_RDWR)
         self.limits: list[tuple[int, tuple[int, int]]] = []
         self.limits_timeout = -1.0
         self.pipe_capacity = _pipe_capacity()

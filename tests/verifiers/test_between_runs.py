@@ -81,6 +81,26 @@ def test_standard_descriptors_lead_nowhere(one_server):
     assert raw.ok and raw.value == "5", raw.error
 
 
+def test_the_standard_descriptors_carry_no_flags_or_locks_from_a_previous_run(one_server):
+    # An open file's status flags and flock locks belong to the open file, not the descriptor:
+    # a /dev/null shared with the server would carry them from one run to every later one.
+    peek = (
+        "import fcntl\nr = [fcntl.fcntl(fd, fcntl.F_GETFL) for fd in (0, 1, 2)]\n"
+        "try:\n    fcntl.flock(0, fcntl.LOCK_SH | fcntl.LOCK_NB)\n    r.append('free')\n"
+        "except OSError:\n    r.append('locked')"
+    )
+    before = one_server.execute(peek, "r")
+    sender = one_server.execute(
+        "import fcntl, os\nfor fd in (0, 1, 2):\n"
+        "    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND"
+        " | os.O_NONBLOCK)\nfcntl.flock(0, fcntl.LOCK_EX)\nr = 1",
+        "r",
+    )
+    after = one_server.execute(peek, "r")
+    assert before.ok and sender.ok and after.ok, (before.error, sender.error, after.error)
+    assert after.value == before.value, "a previous run's flags reached this run's descriptors"
+
+
 def test_trusted_test_code_may_write_to_its_descriptors(one_server):
     test = "import os\nos.write(1, b'x')\nos.write(2, b'y')\ndef check(c):\n    assert c(2) == 4\n"
     (result,) = one_server.run_tests(
