@@ -9,7 +9,8 @@ Seccomp (x86-64 only, where the syscall table below was checked) refuses with ``
 process creation and ``exec``, sockets, SysV and POSIX IPC, scheduling and priority changes (any
 process of the user could be named), signals to other processes and
 handlers for signals a program can raise on itself,
-``ptrace``, privilege and limit changes, namespaces and mounts, terminal injection ioctls, and every filesystem mutation
+``ptrace``, privilege and limit changes, namespaces and mounts, terminal injection ioctls,
+unnamed files (``O_TMPFILE``), and every filesystem mutation
 (file creation, removal and writing are left to Landlock where it confines them to the sandbox
 directory; metadata changes such as chmod, which Landlock does not cover, are always refused). Landlock (Linux >= 5.13)
 limits filesystem writes to the private working directory and reads to that directory and the
@@ -215,12 +216,18 @@ _ARGUMENT_RULES = {
 # Calls refused when one argument has any of some bits set: syscall -> (argument index, bits).
 # No executable mappings: a confined child loads no new native code (an extension module such
 # as ``_ctypes`` that the fork server never imported cannot be loaded), and runs no code it wrote.
+# No unnamed files (O_TMPFILE): each takes a number from the work directory's inode counter
+# without creating a name, so it would leave that counter moved for the next run on the same
+# directory, whose time stamps and inode count show nothing.
 _PROT_EXEC = 0x4
+_O_TMPFILE = 0o20000000  # __O_TMPFILE; O_TMPFILE adds O_DIRECTORY
 _FLAG_RULES = {
     9: (2, _PROT_EXEC),
     10: (2, _PROT_EXEC),
     329: (2, _PROT_EXEC),
-}  # mmap, mprotect, pkey_mprotect
+    _NR_OPEN: (1, _O_TMPFILE),
+    _NR_OPENAT: (2, _O_TMPFILE),
+}  # mmap, mprotect, pkey_mprotect, open, openat
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:

@@ -126,6 +126,26 @@ def test_a_name_created_and_removed_gets_the_next_run_a_fresh_directory(one_serv
         assert ino1 == ino2, "the inode counter carried the sender's count"
 
 
+def test_unnamed_files_leave_no_count_for_the_next_run(one_server):
+    # O_TMPFILE takes an inode number without creating a name: the directory's times and inode
+    # count stay as they were, so the directory would be handed on with its counter moved.
+    probe = "import os\nopen('u', 'w').close()\nino = os.stat('u').st_ino\nos.unlink('u')\nr = ino"
+    sender = (
+        "import os\nmade = 0\nfor i in range(40):\n    try:\n"
+        "        os.close(os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600))\n        made += 1\n"
+        "    except OSError:\n        pass\nr = made"
+    )
+    one_server.execute(probe, "r")  # it creates a name: each probe starts a fresh directory
+    first = one_server.execute(probe, "r")
+    sent = one_server.execute(sender, "r")
+    second = one_server.execute(probe, "r")
+    assert first.ok and sent.ok and second.ok, (first.error, sent.error, second.error)
+    if one_server.features.get("seccomp"):
+        assert sent.value == "0", "an unnamed file was created"
+    if one_server.features.get("workdir_tmpfs"):
+        assert first.value == second.value, "the inode counter carried the sender's count"
+
+
 def test_stop_iteration_from_a_candidate_fails_the_test(one_server):
     test = "def check(c):\n    assert all(map(lambda p: c(p[0]) == p[1], [(2, 4), (3, 9)]))\n"
     raising, wrong, right = one_server.run_tests(
