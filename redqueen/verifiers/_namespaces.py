@@ -20,7 +20,8 @@ _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_NOATIME = 0x2, 0x4, 0x8, 0x400
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
 _MNT_DETACH = 2
 
 
@@ -84,11 +85,14 @@ def private_mounts() -> bool:
 def mount_tmpfs(path: str, *, size: int, inodes: int) -> bool:
     """Mount a tmpfs of ``size`` bytes and ``inodes`` files on ``path`` (no exec, suid, devices).
 
+    No access times either: the first listing of a directory would set its access time to the
+    moment a program chose, for the next run on the same directory to read.
+
     Returns:
         Whether the mount succeeded.
     """
     options = f"size={size},nr_inodes={inodes},mode=0700"
-    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_NOATIME
     return _succeeds(_kernel.mount, "tmpfs", path, "tmpfs", flags, options)
 
 

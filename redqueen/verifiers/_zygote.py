@@ -114,7 +114,7 @@ class Zygote:
         # inode-capped tmpfs seen only by this server and its children where mounts are allowed.
         self.tmpfs = private_mounts()
         self.workdir = ""
-        self.workdir_stamp: tuple[int, int] = (0, 0)
+        self.workdir_stamp: tuple[int, int, int] = (0, 0, 0)
         self.ruleset_fd = -1
         self.fresh_workdir()
         with open("/proc/self/statm") as handle:  # the children start from this footprint
@@ -178,15 +178,17 @@ class Zygote:
         A name read here would stay in this process's freed memory, where every later child
         could find it: a channel between runs. The directory's modification and change times
         show a name that was created, even if it was removed again (which leaves counters such
-        as the next inode number moved); then, on the tmpfs the inode count tells; elsewhere a
-        throwaway child lists the directory and answers with its exit status.
+        as the next inode number moved), and its access time a listing (a moment the program
+        chose, on file systems that keep one); then, on the tmpfs the inode count tells;
+        elsewhere a throwaway child lists the directory, without moving its access time, and
+        answers with its exit status.
         """
-        if _stamp(self.workdir) != self.workdir_stamp:  # a name came and went: counters moved
+        if _stamp(self.workdir) != self.workdir_stamp:  # counters or the access time moved
             return True
         if self.tmpfs:
             stats = os.statvfs(self.workdir)
             return stats.f_files - stats.f_ffree > 1
-        return _in_throwaway_child(lambda: bool(os.listdir(self.workdir)))
+        return _in_throwaway_child(lambda: bool(_list_without_access_time(self.workdir)))
 
     def _probe_landlock(self) -> None:
         landlock = self.landlock
@@ -299,10 +301,23 @@ def _capped(kind: int, soft: int, hard: int) -> tuple[int, int]:
     return soft, hard
 
 
-def _stamp(path: str) -> tuple[int, int]:
-    """The directory's modification and change times: any name created or removed moves them."""
+def _stamp(path: str) -> tuple[int, int, int]:
+    """The directory's modification, change and access times.
+
+    Any name created or removed moves the first two; a listing moves the access time (where the
+    file system keeps one) to a moment the program chose, which the next run could read.
+    """
     stat = os.stat(path)
-    return stat.st_mtime_ns, stat.st_ctime_ns
+    return stat.st_mtime_ns, stat.st_ctime_ns, stat.st_atime_ns
+
+
+def _list_without_access_time(path: str) -> list[str]:
+    """The directory's names, read without moving its access time, which :func:`_stamp` holds."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOATIME)
+    try:
+        return os.listdir(fd)
+    finally:
+        os.close(fd)
 
 
 def main() -> None:

@@ -146,6 +146,18 @@ def test_unnamed_files_leave_no_count_for_the_next_run(one_server):
         assert first.value == second.value, "the inode counter carried the sender's count"
 
 
+def test_a_listing_leaves_no_time_for_the_next_run(one_server):
+    # A directory's first listing sets its access time to when the program chose to list it.
+    peek = "import os\ns = os.stat('.')\nr = (os.getcwd(), s.st_atime_ns - s.st_mtime_ns)"
+    one_server.execute("open('u', 'w').close()", "1")  # the next run starts a fresh directory
+    first = one_server.execute(peek, "r")
+    sender = one_server.execute("import os, time\ntime.sleep(0.05)\nr = os.listdir('.')", "r")
+    second = one_server.execute(peek, "r")
+    assert first.ok and sender.ok and second.ok, (first.error, sender.error, second.error)
+    (cwd1, atime1), (cwd2, atime2) = ast.literal_eval(first.value), ast.literal_eval(second.value)
+    assert cwd1 != cwd2 or atime1 == atime2, "the sender's listing time reached the next run"
+
+
 def test_stop_iteration_from_a_candidate_fails_the_test(one_server):
     test = "def check(c):\n    assert all(map(lambda p: c(p[0]) == p[1], [(2, 4), (3, 9)]))\n"
     raising, wrong, right = one_server.run_tests(
