@@ -176,6 +176,10 @@ _DENY_X86_64 = {
     "removexattr": 197,
     "lremovexattr": 198,
     "fremovexattr": 199,
+    # the same by directory descriptor and path (Linux 6.13, 6.17)
+    "setxattrat": 463,
+    "removexattrat": 466,
+    "file_setattr": 469,
 }
 
 # Filesystem mutations; refused unless Landlock confines them to the sandbox directory.

@@ -79,6 +79,31 @@ def test_landlock_confines_writes_to_one_directory(tmp_path):
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
+def test_seccomp_refuses_metadata_changes_by_directory_and_path():
+    """setxattrat, removexattrat and file_setattr (newer kernels) change what setxattr and
+    chattr do; with null pointers the kernel answers EFAULT or ENOSYS, the filter EPERM."""
+    import ctypes
+
+    program = build_filter(allow_fs_writes=True)
+    assert program is not None
+    calls = {
+        463: (-100, None, 0, None, None, 0),
+        466: (-100, None, 0, None),
+        469: (-100, None, None, 0, 0),
+    }
+
+    def body() -> int:
+        libc = ctypes.CDLL(None, use_errno=True)
+        Seccomp(program).install()
+        for number, args in calls.items():
+            if libc.syscall(number, *args) != -1 or ctypes.get_errno() != 1:
+                return number
+        return 0
+
+    assert _in_child(body) == 0
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
 def test_seccomp_refuses_io_priority_changes():
     """ioprio_set has no wrapper in ``os``, and a sandboxed program cannot load ``ctypes``
     (``test_raw_memory.py``), so the filter's refusal is checked here, outside the executor."""
