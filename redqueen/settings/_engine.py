@@ -21,7 +21,8 @@ class EngineSettings(Settings):
             ``"static"`` for Llama/Qwen2-style models and ``"hf"`` for any other.
         device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
         dtype: Weight dtype; ``None`` keeps the checkpoint's.
-        target_modules: Linear modules that carry LoRA factors; ``None`` means every linear projection.
+        target_modules: Linear modules that carry LoRA factors (at least one); ``None`` means
+            every linear projection.
         cpu_threads: Torch intra-op threads for CPU runs (process-wide; ``None`` keeps torch's
             default). On a quiet 2-core machine two threads run a ``tiny`` step faster than
             one (``benchmarks/README.md``); on a busy one extra threads mostly wait for each
@@ -33,7 +34,7 @@ class EngineSettings(Settings):
     backend: str = "auto"
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
-    target_modules: tuple[str, ...] | None = None
+    target_modules: tuple[str, ...] | None = Field(None, min_length=1)
     cpu_threads: int | Literal["auto"] | None = None
 
     @field_validator("cpu_threads", mode="before")
