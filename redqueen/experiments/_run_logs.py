@@ -20,6 +20,7 @@ from typing import IO, Any, BinaryIO
 
 from redqueen.experiments._safe_paths import open_in, read_in
 from redqueen.experiments.runlock import writer_active
+from redqueen.settings._base import non_finite
 
 __all__ = ["LOG_FILES", "RunDirectoryError", "RunLogs", "jsonable"]
 
@@ -206,6 +207,9 @@ class RunLogs:
                 raise RunDirectoryError(f"{path}: line {number} is not JSON") from None
             if not isinstance(row, dict):
                 raise RunDirectoryError(f"{path}: line {number} is not a JSON object")
+            problem = _row_problem(row)
+            if problem is not None:
+                raise RunDirectoryError(f"{path}: line {number}: {problem}")
             rows.append(row)
         return rows
 
@@ -227,6 +231,23 @@ class RunLogs:
         except CheckpointError:
             return -1
         return ckpt.offsets.get(name, 0) if ckpt is not None else 0
+
+
+def _row_problem(row: dict[str, Any]) -> str | None:
+    """What is wrong with a parsed log row that its writer never writes, or ``None``.
+
+    The logs write non-finite numbers as ``null`` and every ``step`` as a number, so a
+    ``NaN``, an ``Infinity`` (or a literal too large for a float) or a ``step`` that is not
+    a number is damage, named here rather than met later as a failing sum or sort.
+    """
+    found = non_finite(row, "row")
+    if found is not None:
+        where, shown = found
+        return f"{where.removeprefix('row.')} is not a finite number ({shown}); the logs write null"
+    step = row.get("step")
+    if "step" in row and (isinstance(step, bool) or not isinstance(step, int | float)):
+        return f"step is not a number (got {json.dumps(step)[:40]})"
+    return None
 
 
 #: The last row of a log's checked part is parsed when it is at most this long.

@@ -167,7 +167,10 @@ def open_in(
             try:
                 inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
             except OSError as error:
-                raise _link_error(here) if _is_link(part, fd) else error from None
+                if _is_link(part, fd):
+                    raise _link_error(here) from None
+                # Name the folder (a file where it should be, ...), not just its last part.
+                raise type(error)(error.errno, error.strerror, str(here)) from None
             os.close(fd)
             fd = inner
         try:
@@ -225,7 +228,10 @@ def write_in(root: str | os.PathLike[str], rel: str | os.PathLike[str], data: by
             try:
                 inner = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
             except OSError as error:
-                raise _link_error(here) if _is_link(part, fd) else error from None
+                if _is_link(part, fd):
+                    raise _link_error(here) from None
+                # Name the folder (a file where it should be, ...), not just its last part.
+                raise type(error)(error.errno, error.strerror, str(here)) from None
             os.close(fd)
             fd = inner
         name = parts[-1]

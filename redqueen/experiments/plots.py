@@ -236,7 +236,9 @@ def _lineage_times(data: RunData) -> tuple[dict[str, _Member], float]:
     times = [m["origin"] for m in members.values()] + [
         m["death"] for m in members.values() if m["death"] is not None
     ]
-    end = max([*times, *(float(r["step"]) + 1 for r in data.metrics if "step" in r), 0.0])
+    # A step that is not a number (a hand-edited or damaged row) is left out, as every plot does.
+    steps = [step + 1 for r in data.metrics if (step := _number(r.get("step"))) is not None]
+    end = max([*times, *steps, 0.0])
     return members, end
 
 

@@ -3,10 +3,13 @@ command, now exit 2 with one ``error:`` line naming the input, leaving nothing b
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
 from redqueen.experiments.cli import EXIT_BAD_INPUT, app
+from redqueen.experiments.rundir import RunDirectory
 
 runner = CliRunner()
 
@@ -24,8 +27,14 @@ def _one_error_line(result) -> str:
     [
         ("learner.betas=[2, 3]", "learner.betas.0: Input should be less than 1 (got 2)"),
         ("learner.betas=[0.9, 1]", "learner.betas.1: Input should be less than 1 (got 1)"),
-        ("learner.betas=[0.9, -0.1]", "learner.betas.1: Input should be greater than or equal to 0"),
-        ("learner.betas=[true, false]", "learner.betas: Input should be two numbers, not true/false"),
+        (
+            "learner.betas=[0.9, -0.1]",
+            "learner.betas.1: Input should be greater than or equal to 0",
+        ),
+        (
+            "learner.betas=[true, false]",
+            "learner.betas: Input should be two numbers, not true/false",
+        ),
         ("model.target_modules=[]", "model.target_modules: Tuple should have at least 1 item"),
     ],
 )
@@ -34,3 +43,64 @@ def test_settings_the_model_would_refuse_later_exit_2_at_load(tmp_path, override
     result = runner.invoke(app, ["run", "tiny", "--set", override, "--out", str(out), "--no-plots"])
     assert expected in _one_error_line(result)
     assert not (tmp_path / "runs").exists()
+
+
+def _small_run(path: Path, extra_row: str | None = None) -> Path:
+    """A run directory with a config and two metrics rows (no model needed), plus ``extra_row``
+    appended to metrics.jsonl as a whole line."""
+    run = RunDirectory(path)
+    run.path.mkdir(parents=True)
+    run.write_config({"seed": 0})
+    run.open_logs()
+    run.append("metrics", [{"step": 0, "solve_rate": 0.25}, {"step": 1, "solve_rate": 0.5}])
+    run.close_logs()
+    if extra_row is not None:
+        with open(path / "metrics.jsonl", "a") as handle:
+            handle.write(extra_row + "\n")
+    return path
+
+
+def _tree(path: Path) -> dict[str, bytes | None]:
+    """Every entry under ``path`` with its bytes; a reader's empty lock file is not data."""
+    return {
+        str(p.relative_to(path)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(path.rglob("*"))
+        if not p.name.endswith(".lock")
+    }
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ('{"step": null, "solve_rate": 1}', "line 3: step is not a number (got null)"),
+        ('{"step": "two", "solve_rate": 1}', 'line 3: step is not a number (got "two")'),
+        ('{"step": true, "solve_rate": 1}', "line 3: step is not a number (got true)"),
+        ('{"step": 2, "solve_rate": NaN}', "line 3: solve_rate is not a finite number (nan)"),
+        ('{"step": 2, "solve_rate": 1e999}', "line 3: solve_rate is not a finite number (inf)"),
+        ('{"step": 2, "x": {"y": [-Infinity]}}', "line 3: x.y.0 is not a finite number (-inf)"),
+    ],
+)
+@pytest.mark.parametrize("command", ["plot", "compare", "export-table"])
+def test_a_metrics_row_its_writer_never_writes_is_named_by_every_reader(
+    tmp_path, row, expected, command
+):
+    run = _small_run(tmp_path / "run", row)
+    good = _small_run(tmp_path / "good")
+    before = _tree(tmp_path)
+    args = {
+        "plot": ["plot", str(run)],
+        "compare": ["compare", str(good), str(run), "--out", str(tmp_path / "cmp")],
+        "export-table": ["export-table", str(good), str(run), "--out", str(tmp_path / "t.csv")],
+    }[command]
+    line = _one_error_line(runner.invoke(app, args))
+    assert line.startswith(f"{run / 'metrics.jsonl'}: {expected}"), line
+    assert _tree(tmp_path) == before
+
+
+def test_plots_where_a_file_stands_names_the_full_path(tmp_path):
+    run = _small_run(tmp_path / "run")
+    (run / "plots").write_text("not a folder")
+    before = _tree(tmp_path)
+    line = _one_error_line(runner.invoke(app, ["plot", str(run)]))
+    assert str(run / "plots") in line and "Not a directory" in line, line
+    assert _tree(tmp_path) == before
