@@ -137,6 +137,8 @@ class Registry(Mapping[str, T], Generic[T]):
             direct call of the entry checks its arguments as the registry's front door does
             (operators: parents and ``rng``; selection schemes: ``k`` and the population). The
             registry holds, and the decorator returns, the wrapped entry.
+        callables: Entries are functions or classes (operators, plots, environments, ...):
+            one that cannot be called is refused as it is registered, not when a run calls it.
     """
 
     def __init__(
@@ -148,8 +150,10 @@ class Registry(Mapping[str, T], Generic[T]):
         typed: bool = True,
         params_attr: str | None = None,
         guard: Callable[[str, T], T] | None = None,
+        callables: bool = False,
     ) -> None:
         self.kind = kind
+        self.callables = callables
         self._guard = guard
         self.context = tuple(context)
         self.typed = typed
@@ -180,7 +184,8 @@ class Registry(Mapping[str, T], Generic[T]):
             overwrite: Replace an entry of the same name.
 
         Raises:
-            TypeError: If ``name`` is not a string.
+            TypeError: If ``name`` is not a string, or (in a registry of ``callables``) the
+                object cannot be called.
             ValueError: If ``name`` is empty or holds whitespace, or is taken and ``overwrite``
                 is false.
         """
@@ -192,6 +197,12 @@ class Registry(Mapping[str, T], Generic[T]):
             if not key:
                 raise ValueError(f"cannot infer a {self.kind} name for {obj!r}; pass one")
             self._check_name(key)
+            if self.callables and not callable(obj):
+                # Else the run that uses it fails mid-step with "'int' object is not callable".
+                raise TypeError(
+                    f"{self.kind} {key!r}: expected a function or class to register, "
+                    f"got {type(obj).__name__}"
+                )
             if key in self._items and not overwrite:
                 raise ValueError(f"{self.kind} {key!r} is already registered")
             entry = self._guard(key, obj) if self._guard is not None else obj

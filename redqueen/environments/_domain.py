@@ -174,7 +174,7 @@ class TaskDomain(Protocol[ProposalT, TaskT, ExampleT]):
 
 #: Task domains by name (``"code"``, and those plug-ins register).
 DOMAINS: Registry[type[TaskDomain[Any, Any, Any]]] = Registry(
-    "domain", params_attr="settings_model"
+    "domain", params_attr="settings_model", callables=True
 )
 
 

@@ -126,4 +126,4 @@ def check_arguments(owner: str, **arguments: tuple[object, type | tuple[type, ..
 
 
 #: Registered environment classes, by name.
-ENVIRONMENTS: Registry[type[Environment]] = Registry("environment", typed=False)
+ENVIRONMENTS: Registry[type[Environment]] = Registry("environment", typed=False, callables=True)

@@ -107,7 +107,7 @@ class PlotReport:
 
 
 #: Plot functions by name; each writes ``plots/<name>.png``.
-PLOTS: Registry[Callable[[RunData], Figure]] = Registry("plot")
+PLOTS: Registry[Callable[[RunData], Figure]] = Registry("plot", callables=True)
 
 
 def load_run_data(path: str | os.PathLike[str]) -> RunData:

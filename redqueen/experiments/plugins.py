@@ -101,6 +101,8 @@ def import_plugin(spec: str) -> str:
     path = Path(spec)
     try:
         if path.suffix == ".py":
+            if path.is_dir():
+                raise ValueError(f"plugin {spec}: a directory, not a .py file")
             if not path.is_file():
                 raise ValueError(f"plugin {spec}: file not found")
             path = path.resolve()

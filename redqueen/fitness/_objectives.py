@@ -38,7 +38,7 @@ class FitMember(Member, Protocol):
 
 
 #: Objective functions ``f(member) -> float`` by name; any other name reads ``member.objectives``.
-OBJECTIVES: Registry[Callable[..., float]] = Registry("objective")
+OBJECTIVES: Registry[Callable[..., float]] = Registry("objective", callables=True)
 
 
 @OBJECTIVES.register("rating", needs=Needs(member_fields=("rating",)))

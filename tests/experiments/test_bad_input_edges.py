@@ -104,3 +104,30 @@ def test_plots_where_a_file_stands_names_the_full_path(tmp_path):
     line = _one_error_line(runner.invoke(app, ["plot", str(run)]))
     assert str(run / "plots") in line and "Not a directory" in line, line
     assert _tree(tmp_path) == before
+
+
+def test_registering_something_that_cannot_be_called_is_refused_at_once():
+    from redqueen.evo.operators import MUTATIONS
+
+    with pytest.raises(TypeError, match="mutation 'not_callable': expected a function or class"):
+        MUTATIONS.register("not_callable")(42)
+    assert "not_callable" not in MUTATIONS
+
+
+def test_a_plugin_registering_a_non_callable_stops_the_run_before_its_folder(tmp_path):
+    plugin = tmp_path / "numbers.py"
+    plugin.write_text(
+        "from redqueen.evo.operators import MUTATIONS\nMUTATIONS.register('numbers_x')(42)\n"
+    )
+    out = tmp_path / "runs" / "bad"
+    args = ["run", "tiny", "--plugin", str(plugin), "--set", "evolution.operators={numbers_x: 1}"]
+    line = _one_error_line(runner.invoke(app, [*args, "--out", str(out), "--no-plots"]))
+    assert "mutation 'numbers_x': expected a function or class to register, got int" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_plugin_path_that_is_a_directory_is_named_as_one(tmp_path):
+    folder = tmp_path / "plugin.py"
+    folder.mkdir()
+    line = _one_error_line(runner.invoke(app, ["list", "--plugin", str(folder)]))
+    assert line == f"plugin {folder}: a directory, not a .py file"

@@ -129,4 +129,4 @@ class BackendFactory(Protocol):
 
 
 #: Registry of generation backends (name -> class taking the host).
-BACKENDS: Registry[BackendFactory] = Registry("backend")
+BACKENDS: Registry[BackendFactory] = Registry("backend", callables=True)

@@ -125,4 +125,4 @@ class Game(ABC):
 
 
 #: Surrogate games by name (``compare_on_one``, ``intransitive``, ``focusing``, ``ladder``).
-GAMES: Registry[type[Game]] = Registry("game")
+GAMES: Registry[type[Game]] = Registry("game", callables=True)

@@ -168,13 +168,21 @@ def _guard_crossover(name: str, operator: Crossover) -> Crossover:
 #: Mutation operators by name; register a new one with ``@MUTATIONS.register("name")``. Every
 #: entry checks the contract of :func:`mutate` on each call, a direct call included.
 MUTATIONS: Registry[Mutation] = Registry(
-    "mutation", context=("rng",), needs=Needs(arity=(1, 1)), guard=_guard_mutation
+    "mutation",
+    context=("rng",),
+    needs=Needs(arity=(1, 1)),
+    guard=_guard_mutation,
+    callables=True,
 )
 #: Crossover operators by name; register a new one with ``@CROSSOVERS.register("name")``. Every
 #: entry checks the contract of :func:`crossover` on each call (the parent count its
 #: ``Needs.arity`` allows included), a direct call too.
 CROSSOVERS: Registry[Crossover] = Registry(
-    "crossover", context=("rng", "weights"), needs=Needs(arity=(2, None)), guard=_guard_crossover
+    "crossover",
+    context=("rng", "weights"),
+    needs=Needs(arity=(2, None)),
+    guard=_guard_crossover,
+    callables=True,
 )
 
 

@@ -115,7 +115,7 @@ def _guard_scheme(name: str, scheme: Callable[..., list[int]]) -> Callable[..., 
 #: ``fn(individuals, k, *, rng, **params) -> list[int]`` by name. Every entry checks the
 #: contract of :func:`select` on each call, a direct call included.
 SELECTIONS: Registry[Callable[..., list[int]]] = Registry(
-    "selection", context=("rng",), guard=_guard_scheme
+    "selection", context=("rng",), guard=_guard_scheme, callables=True
 )
 
 

@@ -65,7 +65,7 @@ class BenchmarkSuite(Protocol):
 
 
 #: Benchmark suites by name; ``@SUITES.register("name")`` on a class whose instances are suites.
-SUITES: Registry[type] = Registry("benchmark")
+SUITES: Registry[type] = Registry("benchmark", callables=True)
 
 
 def make_suite(suite: str | BenchmarkSuite) -> BenchmarkSuite:
