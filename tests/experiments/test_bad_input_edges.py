@@ -131,3 +131,23 @@ def test_a_plugin_path_that_is_a_directory_is_named_as_one(tmp_path):
     folder.mkdir()
     line = _one_error_line(runner.invoke(app, ["list", "--plugin", str(folder)]))
     assert line == f"plugin {folder}: a directory, not a .py file"
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        ("", "--model: give a Hugging Face id, a local model folder or tiny-coder"),
+        ("  ", "--model: give a Hugging Face id, a local model folder or tiny-coder"),
+        ("{tmp}/absent", "--model {tmp}/absent does not exist"),
+        ("{tmp}/file", "--model {tmp}/file is a file, not a model folder"),
+        ("{tmp}/folder", "--model {tmp}/folder: no config.json, not a model folder"),
+    ],
+)
+def test_eval_model_that_cannot_load_is_named_before_any_log_line(tmp_path, model, expected):
+    (tmp_path / "file").write_text("weights?")
+    (tmp_path / "folder").mkdir()
+    out = tmp_path / "out"
+    model = model.format(tmp=tmp_path)
+    result = runner.invoke(app, ["eval", "--model", model, "--out", str(out), "--limit", "1"])
+    assert _one_error_line(result) == expected.format(tmp=tmp_path)
+    assert not out.exists()

@@ -147,6 +147,8 @@ def _check_inputs(
         raise _fail("--adapter needs --model (a run directory's members are its adapters)")
     if baselines and model is not None:
         raise _fail("--baseline needs run directories; with --model, give adapters with --adapter")
+    if model is not None:
+        _check_model(model)
     for path in adapters:
         if not path.exists():
             raise _fail(f"adapter {path} does not exist")
@@ -154,6 +156,20 @@ def _check_inputs(
         if not run_dir.is_dir():
             what = "is a file, not a directory" if run_dir.exists() else "does not exist"
             raise _fail(f"run directory {run_dir} {what}")
+
+
+def _check_model(model: str) -> None:
+    """``--model`` names something to load: a hub id, or a local path (as the host reads one,
+    :func:`redqueen.engine._host._load_model`) that is a folder; checked before any log line."""
+    if not model.strip():
+        raise _fail("--model: give a Hugging Face id, a local model folder or tiny-coder")
+    if model.startswith(("/", "./", "../", "~")):
+        local = Path(model).expanduser()
+        if not local.is_dir():
+            what = "is a file, not a model folder" if local.exists() else "does not exist"
+            raise _fail(f"--model {model} {what}")
+        if not (local / "config.json").is_file():
+            raise _fail(f"--model {model}: no config.json, not a model folder")
 
 
 def _load_plugins(plugins: list[str]) -> None:
