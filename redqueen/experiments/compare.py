@@ -278,6 +278,8 @@ def compare(
     """
     if window < 1:
         raise ValueError(f"--window must be >= 1, got {window}")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
     conditions = find_conditions(paths)
     if metrics is None:
         metrics = [m for m in default_metrics(paths)

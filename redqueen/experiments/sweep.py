@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -282,10 +283,17 @@ def run_sweep(
             in each trial's ``plugins.json`` and in ``sweep.json``.
 
     Raises:
-        ValueError / ConfigError: One line naming the field, before any trial starts.
+        ValueError / ConfigError: One line naming the field (a non-finite ``cpus_per_trial``,
+            an ``out`` that is a file, ...), before Ray or any trial starts.
         RuntimeError: If a trial fails (the trial's run directory is named).
     """
+    if not (isinstance(cpus_per_trial, int | float) and 0 < cpus_per_trial < math.inf):
+        raise ValueError(
+            f"--cpus-per-trial: expected a positive number of CPUs, got {cpus_per_trial!r}"
+        )
     out = Path(out).resolve()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a sweep directory")
     if Path(source).suffix in (".yaml", ".yml"):
         if not Path(source).is_file():
             raise ValueError(f"{source}: file not found")

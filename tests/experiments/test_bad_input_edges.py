@@ -151,3 +151,39 @@ def test_eval_model_that_cannot_load_is_named_before_any_log_line(tmp_path, mode
     result = runner.invoke(app, ["eval", "--model", model, "--out", str(out), "--limit", "1"])
     assert _one_error_line(result) == expected.format(tmp=tmp_path)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--cpus-per-trial", "inf"],
+            "--cpus-per-trial: expected a positive number of CPUs, got inf",
+        ),
+        (
+            ["--cpus-per-trial", "1e999"],
+            "--cpus-per-trial: expected a positive number of CPUs, got inf",
+        ),
+        (["--out", "{taken}"], "--out {taken} is a file, not a sweep directory"),
+    ],
+)
+def test_sweep_options_are_checked_before_ray_or_any_trial_starts(tmp_path, args, expected):
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+    args = [a.format(taken=taken) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "sweep")]
+    result = runner.invoke(app, ["sweep", "tiny", "--set", "steps=1", *args])
+    assert _one_error_line(result) == expected.format(taken=taken)
+    assert taken.read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_compare_out_that_is_a_file_is_named_and_kept(tmp_path):
+    run = _small_run(tmp_path / "run")
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+    before = _tree(tmp_path)
+    line = _one_error_line(runner.invoke(app, ["compare", str(run), "--out", str(taken)]))
+    assert line == f"--out {taken} is a file, not a folder"
+    assert _tree(tmp_path) == before
