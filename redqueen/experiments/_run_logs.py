@@ -233,7 +233,7 @@ class RunLogs:
         return ckpt.offsets.get(name, 0) if ckpt is not None else 0
 
 
-def _row_problem(row: dict[str, Any]) -> str | None:
+def _row_problem(row: Mapping[str, object]) -> str | None:
     """What is wrong with a parsed log row that its writer never writes, or ``None``.
 
     The logs write non-finite numbers as ``null`` and every ``step`` as a number, so a
