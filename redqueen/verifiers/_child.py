@@ -236,6 +236,15 @@ class _Held:
         self.blocks = blocks
 
 
+def _blocks(size: int, count: int) -> list[object]:
+    """``count`` fresh objects of the small-object size class ``size`` (16, 32, or 48-128)."""
+    if size == 16:
+        return [object() for _ in range(count)]
+    if size == 32:
+        return [float(i) + 0.5 for i in range(count)]
+    return [bytes(size - 33) for _ in range(count)]
+
+
 def _child_jitter() -> _Held:
     """A random number (0-15) of objects of each small size class, taken before the program.
 
@@ -245,10 +254,8 @@ def _child_jitter() -> _Held:
     run. Together with the server's scrambled free lists (:func:`scramble_free_lists`), an
     output that depends on addresses differs between two runs.
     """
-    span = range(os.urandom(1)[0] % 16)
-    held: list[list[object]] = [[object() for _ in span], [float(i) + 0.5 for i in span]]
-    held.extend([bytes(size - 33) for _ in span] for size in _JITTER_CLASSES)
-    return _Held(held)
+    count = os.urandom(1)[0] % 16
+    return _Held([_blocks(size, count) for size in (16, 32, *_JITTER_CLASSES)])
 
 
 def scramble_free_lists() -> _Held:
@@ -267,12 +274,7 @@ def scramble_free_lists() -> _Held:
     """
     held: list[list[object]] = []
     for size in (16, 32, *_JITTER_CLASSES):
-        if size == 16:
-            blocks: list[object] = [object() for _ in range(2 * _SCRAMBLE_BLOCKS)]
-        elif size == 32:
-            blocks = [float(i) + 0.5 for i in range(2 * _SCRAMBLE_BLOCKS)]
-        else:
-            blocks = [bytes(size - 33) for _ in range(2 * _SCRAMBLE_BLOCKS)]
+        blocks: list[object | None] = list(_blocks(size, 2 * _SCRAMBLE_BLOCKS))
         keys = os.urandom(2 * _SCRAMBLE_BLOCKS)
         order = sorted(range(2 * _SCRAMBLE_BLOCKS), key=keys.__getitem__)
         held.append([blocks[i] for i in order[:_SCRAMBLE_BLOCKS]])
