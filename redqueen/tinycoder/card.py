@@ -278,8 +278,8 @@ def outside_the_generator(summary: dict) -> str:
             "comprehensions, loops, dict counters, whole words, larger integers; kept out of\n"
             "every corpus built since the set exists),\n"
             f"in the environment's prompt and parser, {hw['max_new_tokens']} new tokens: "
-            f"**{_pct(hw['accuracy'])}** correct ({hw['correct']}/{hw['n']}), "
-            f"{_pct(hw['parsed_share'])} parsed."
+            f"**{_pct(hw['accuracy'])}** correct ({hw['correct']}/{hw['n']})"
+            + (f", {_pct(hw['parsed_share'])} parsed." if "parsed_share" in hw else ".")
             + (
                 f" {len(hw['in_training'])} of the programs share a canonical form with a program"
                 " of this model's training corpus (built before the set), with the generator's"

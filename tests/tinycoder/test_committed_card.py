@@ -60,3 +60,23 @@ def test_shipped_tiny_coder_card_ends_with_its_hand_written_and_novelty_figures(
     section = outside_the_generator(summary)
     assert "hand-written programs" in section and "Valid and new proposals" in section
     assert (folder / "README.md").read_text().endswith(f"\n\n{section}\n")
+
+
+def test_every_kept_model_card_carries_its_hand_written_and_novelty_figures() -> None:
+    """gpu-tiny-coder's and the continued models' cards are what ``benchmarks/model_cards.py``
+    makes of the stored figures, and each states both columns."""
+    import importlib.util
+
+    script = CARD.parents[1] / "model_cards.py"
+    spec = importlib.util.spec_from_file_location("model_cards", script)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    made = module.cards()
+    assert len(made) == 4
+    for path, text in made.items():
+        assert path.read_text() == text, path
+        assert "## Outside the generator: hand-written programs" in text
+        assert "| task type | proposals | valid | valid and new |" in text
+    summary = json.loads((GPU_TINY / "training.json").read_text())
+    assert summary["handwritten"]["correct"] == 1 and summary["handwritten"]["n"] == 94
