@@ -167,18 +167,24 @@ _VALUE_TYPES = (
     property,
     *(getattr(builtins, name) for name in sorted(_EXCEPTIONS)),
 )
+#: Attributes of the exceptions above that the interpreter fills with an object the program
+#: may never have named: an ``AttributeError``'s ``obj`` is whatever the failed lookup ran on,
+#: and ``typing`` forwards lookups to the class an alias stands for
+#: (``typing.Hashable.real`` fails on ``collections.abc.Hashable``). Their other attributes
+#: hold strings, bytes, numbers or what the program itself raised.
+_EXCEPTION_HELD = frozenset({"obj"})
 #: Methods that read attributes named inside a string (``'{0.__class__}'.format(x)``):
 #: ``str.format`` is allowed only where it is called on a constant whose fields the check reads
 #: (see :func:`~redqueen.verifiers.check_source`).
 _FORMATTING = frozenset({"format", "format_map"})
 #: Attribute names a program may read on any value: the public attributes of the value types
 #: above, those of a namedtuple, a ``lru_cache`` function and a generator's methods, less
-#: ``format`` and ``format_map``.
+#: ``format``, ``format_map`` and an exception's ``obj``.
 ALLOWED_ATTRIBUTES = (
     frozenset(name for kind in _VALUE_TYPES for name in dir(kind) if not name.startswith("_"))
     | _names("_asdict _fields _field_defaults _make _replace cache_clear cache_info")
     | _names("send throw close")
-) - _FORMATTING
+) - (_FORMATTING | _EXCEPTION_HELD)
 
 # The interpreter's own objects: frames, code, tracebacks, generators, coroutines, functions,
 # cells, modules and types. Reading their attributes is how a program walks out of its code.
@@ -255,9 +261,9 @@ def _private_and_public(value: object) -> set[str]:
 #: (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``, ``mro`` ...) not among the listed
 #: attributes, every attribute of what ``typing`` makes that holds more than plain data, private
 #: ones included (``ForwardRef._evaluate`` evaluates its string; ``_getitem``, ``copy_with``
-#: ...; ``_name``, a string, stays a name programs may use), and the
+#: ...; ``_name``, a string, stays a name programs may use), an exception's ``obj``, and the
 #: formatting methods. A program that defines ``self.f_back`` must not be able to read a
-#: frame's ``f_back`` under that cover.
+#: frame's ``f_back`` under that cover, nor one that defines ``self.obj`` an exception's.
 RESERVED_ATTRIBUTES = (
     (
         frozenset(
@@ -266,7 +272,7 @@ RESERVED_ATTRIBUTES = (
         | frozenset(name for value in _typing_objects() for name in _private_and_public(value))
     )
     - ALLOWED_ATTRIBUTES
-) | _FORMATTING
+) | (_FORMATTING | _EXCEPTION_HELD)
 
 #: Dunder methods a class body may define. The interpreter calls them with ordinary operands;
 #: ``__getattr__``, ``__match_args__``, ``__instancecheck__``, ``__init_subclass__``,

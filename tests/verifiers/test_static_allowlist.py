@@ -145,6 +145,13 @@ BYPASSES = {
     "deepcopy_with_a_memo_as_a_value": (
         "import copy, functools\ndef f(x):\n    return functools.partial(copy.deepcopy, memo={})(x)"
     ),
+    # typing forwards a failed attribute lookup to the class an alias stands for, and the
+    # AttributeError carries that class in ``obj`` (Python 3.10+): the program held
+    # collections.abc.Hashable, from a module it cannot import. This one passed the allow-list.
+    "attribute_error_obj": (
+        "import typing\ndef f(x):\n    try:\n        typing.Hashable.real\n"
+        "    except AttributeError as e:\n        return repr(e.obj)\n    return ''"
+    ),
     # Enum's functional API also builds a class from a dict, __annotations__ included, which
     # dataclass writes into the source it executes.
     "enum_class_from_dict": (
@@ -235,6 +242,21 @@ NOT_LISTED = {
         "gi_frame",
     ),
     "enum": ("from enum import Enum\nclass C(Enum):\n    A = 1\ndef f(x):\n    return x", "enum"),
+    "exception_obj_by_getattr": (
+        "def f(x):\n    try:\n        x.real\n    except AttributeError as e:\n"
+        "        return getattr(e, 'obj')",
+        "obj",
+    ),
+    "exception_obj_by_pattern": (
+        "def f(x):\n    try:\n        x.real\n    except AttributeError as e:\n"
+        "        match e:\n            case AttributeError(obj=o):\n                return o",
+        "obj",
+    ),
+    "obj_defined_by_the_program": (
+        "class Box:\n    def __init__(self, v):\n        self.obj = v\n"
+        "def f(x):\n    return Box(x).obj",
+        "obj",
+    ),
     "future_other_than_annotations": (
         "from __future__ import barry_as_FLUFL\ndef f(x):\n    return x",
         "barry_as_FLUFL",
@@ -683,6 +705,44 @@ def test_what_typing_hands_a_program_has_only_reserved_or_listed_names():
         assert "_evaluate" not in ALLOWED_ATTRIBUTES
     assert {"_evaluate", "_getitem", "copy_with"} <= RESERVED_ATTRIBUTES
     assert not {"_name", "_inst"} & RESERVED_ATTRIBUTES  # plain data: programs may use them
+
+
+def _raised(action):
+    try:
+        action()
+    except Exception as exc:  # noqa: BLE001 - the exception is what is examined
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def test_what_the_interpreters_exceptions_carry_has_only_reserved_or_plain_names():
+    # An exception the interpreter raises may hold an object the program never named: an
+    # AttributeError's ``obj`` is whatever the failed lookup ran on, and typing forwards lookups
+    # to the class an alias stands for (collections.abc.Hashable). Every attribute of such an
+    # exception that holds more than plain data, other than its own methods, is reserved.
+    plain = type(None) | bool | int | str | bytes
+    raised = [
+        _raised(lambda: typing.Hashable.real),
+        _raised(lambda: (1).real.x),
+        _raised(lambda: {}["k"]),
+        _raised(lambda: next(iter([]))),
+        _raised(lambda: b"\xff".decode("utf-8")),
+        _raised(lambda: int("x")),
+    ]
+    assert raised[0].obj is not typing.Hashable  # the forwarded lookup's own class
+    for exc in raised:
+        held = set()
+        for name in dir(exc):
+            value = getattr(exc, name)
+            if name.startswith("__") or isinstance(value, plain):
+                continue
+            if isinstance(value, tuple) and all(isinstance(item, plain) for item in value):
+                continue
+            if getattr(value, "__self__", None) is not exc:  # not one of its methods
+                held.add(name)
+        assert held <= RESERVED_ATTRIBUTES, (exc, held)
+    assert "obj" in RESERVED_ATTRIBUTES and "obj" not in ALLOWED_ATTRIBUTES
+    assert "name" in ALLOWED_ATTRIBUTES  # NameError's and AttributeError's name: a string
 
 
 def test_listed_attributes_and_reserved_ones_do_not_meet():
