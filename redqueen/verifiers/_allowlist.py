@@ -32,6 +32,7 @@ __all__ = [
     "GETTER_NAMES",
     "ONE_ARGUMENT_NAMES",
     "REFUSED_BUILTINS",
+    "REFUSED_KEYWORDS",
     "RESERVED_ATTRIBUTES",
     "SELF_MATCHING",
 ]
@@ -299,8 +300,14 @@ GETTER_NAMES = frozenset({"getattr", "hasattr", "setattr", "delattr", "attrgette
 #: table of copies: a program's mapping answers its lookups with objects and names of its
 #: choosing, which deepcopy then rebuilds (``getattr(obj, name)`` from a method's reduction).
 ONE_ARGUMENT_NAMES = frozenset({"deepcopy"})
-#: Names that are only called on the spot (see :data:`GETTER_NAMES`, :data:`ONE_ARGUMENT_NAMES`).
-CALLED_ON_THE_SPOT = GETTER_NAMES | ONE_ARGUMENT_NAMES
+#: Callables with keywords that reach outside the program: called on the spot, never with one
+#: of these keywords, nor with ``**`` (which could carry one). ``collections.namedtuple``'s
+#: ``module`` names the module its class claims to be from, whose globals ``dataclass`` then
+#: writes the class's methods into. (``typing.NamedTuple``'s keywords are fields.)
+REFUSED_KEYWORDS: dict[str, frozenset[str]] = {"namedtuple": frozenset({"module"})}
+#: Names that are only called on the spot (see :data:`GETTER_NAMES`, :data:`ONE_ARGUMENT_NAMES`,
+#: :data:`REFUSED_KEYWORDS`).
+CALLED_ON_THE_SPOT = GETTER_NAMES | ONE_ARGUMENT_NAMES | frozenset(REFUSED_KEYWORDS)
 
 #: Syntax a program may use. Not listed: ``with`` (no listed context manager), ``async`` and
 #: ``await``, ``except*``, and type-parameter syntax.

@@ -18,6 +18,7 @@ from ._allowlist import (
     FUTURE_FEATURES,
     ONE_ARGUMENT_NAMES,
     REFUSED_BUILTINS,
+    REFUSED_KEYWORDS,
 )
 from ._static_names import _NameChecker
 from ._validation import MAX_SOURCE_CHARS, RejectReason, Validation, reject
@@ -181,8 +182,20 @@ class _AllowListChecker(_NameChecker):
                     RejectReason.BANNED_CALL,
                     f"{name}() takes one argument here: its others are its own bookkeeping",
                 )
-        elif name == "namedtuple":
-            self._namedtuple_fields(node)
+        elif name in REFUSED_KEYWORDS:
+            self.callees.add(id(func))
+            for keyword in node.keywords:
+                if keyword.arg is None:
+                    self._refuse(
+                        RejectReason.BANNED_CALL, f"{name}() with **, which hides its keywords"
+                    )
+                elif keyword.arg in REFUSED_KEYWORDS[name]:
+                    self._refuse(
+                        RejectReason.BANNED_CALL,
+                        f"{name}() with {keyword.arg}=, which reaches outside the program",
+                    )
+            if name == "namedtuple":
+                self._namedtuple_fields(node)
         self.generic_visit(node)
 
     def _namedtuple_fields(self, node: ast.Call) -> None:

@@ -152,6 +152,14 @@ BYPASSES = {
         "import typing\ndef f(x):\n    try:\n        typing.Hashable.real\n"
         "    except AttributeError as e:\n        return repr(e.obj)\n    return ''"
     ),
+    # namedtuple's ``module`` names the module its class claims to be from; dataclass then
+    # writes the class's methods into that module's globals (here os.__dict__). This one passed
+    # the allow-list.
+    "namedtuple_module": (
+        "from collections import namedtuple\nfrom dataclasses import dataclass\n"
+        "P = dataclass(namedtuple('P', 'a', module='os'))\n"
+        "def f(x):\n    return repr(P)"
+    ),
     # Enum's functional API also builds a class from a dict, __annotations__ included, which
     # dataclass writes into the source it executes.
     "enum_class_from_dict": (
@@ -242,6 +250,25 @@ NOT_LISTED = {
         "gi_frame",
     ),
     "enum": ("from enum import Enum\nclass C(Enum):\n    A = 1\ndef f(x):\n    return x", "enum"),
+    "namedtuple_module_through_double_star": (
+        "import collections\ndef f(x):\n"
+        "    return repr(collections.namedtuple('P', 'a', **{'module': x}))",
+        "namedtuple",
+    ),
+    "namedtuple_as_a_value": (
+        "import collections\nmake = collections.namedtuple\n"
+        "def f(x):\n    return repr(make('P', 'a', module=x))",
+        "namedtuple",
+    ),
+    "namedtuple_through_partial": (
+        "import collections, functools\ndef f(x):\n"
+        "    return repr(functools.partial(collections.namedtuple, module=x)('P', 'a'))",
+        "namedtuple",
+    ),
+    "namedtuple_renamed": (
+        "from collections import namedtuple as make\ndef f(x):\n    return repr(make('P', 'a'))",
+        "namedtuple",
+    ),
     "exception_obj_by_getattr": (
         "def f(x):\n    try:\n        x.real\n    except AttributeError as e:\n"
         "        return getattr(e, 'obj')",
@@ -443,6 +470,14 @@ ORDINARY = {
     "namedtuple": (
         "from collections import namedtuple\nPair = namedtuple('Pair', 'left right')\n"
         "def f(a, b):\n    p = Pair(a, b)\n    return p.left - p.right, p._asdict()",
+        "9, 4",
+    ),
+    "namedtuple_keywords": (
+        "from collections import namedtuple\n"
+        "Row = namedtuple('Row', ['id', 'def'], rename=True, defaults=[0])\n"
+        "class Pair(namedtuple('Pair', 'left right')):\n"
+        "    def total(self):\n        return self.left + self.right\n"
+        "def f(a, b):\n    return Row(a)._fields, Pair(a, b).total()",
         "9, 4",
     ),
     "recursion_memo": (
@@ -705,6 +740,18 @@ def test_what_typing_hands_a_program_has_only_reserved_or_listed_names():
         assert "_evaluate" not in ALLOWED_ATTRIBUTES
     assert {"_evaluate", "_getitem", "copy_with"} <= RESERVED_ATTRIBUTES
     assert not {"_name", "_inst"} & RESERVED_ATTRIBUTES  # plain data: programs may use them
+
+
+def test_typing_named_tuple_takes_module_as_a_field_name():
+    # collections.namedtuple's ``module`` keyword is refused (it picks the globals dataclass
+    # writes methods into); typing.NamedTuple's keywords are fields, so its ``module`` is a
+    # field and the class's module stays the caller's. Should that change, refuse it too.
+    made = typing.NamedTuple("Made", module=int)  # noqa: UP014
+    assert made._fields == ("module",)
+    assert made.__module__ == __name__
+    assert check_source(
+        "import typing\nM = typing.NamedTuple('M', module=int)\ndef f(x):\n    return M(x)[0]"
+    ).ok
 
 
 def _raised(action):
