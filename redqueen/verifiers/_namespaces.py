@@ -1,4 +1,5 @@
-"""Linux namespaces for the fork server: empty network and IPC, a private tmpfs work directory.
+"""Linux namespaces for the fork server: empty network and IPC, a private tmpfs work directory,
+read-only views without access times of what children may read.
 
 The fork server calls these once (network, mounts) or per work directory (tmpfs); its children
 inherit the namespaces. Each call reports whether the host allowed it, so the server can run
@@ -14,14 +15,21 @@ if __package__:
 else:  # imported by the fork-server script as a sibling module
     import _kernel
 
-__all__ = ["mount_tmpfs", "private_mounts", "unmount", "unshare_ipc", "unshare_network"]
+__all__ = [
+    "bind_read_only",
+    "mount_tmpfs",
+    "private_mounts",
+    "unmount",
+    "unshare_ipc",
+    "unshare_network",
+]
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWIPC = 0x08000000
 _CLONE_NEWUSER = 0x10000000
 _CLONE_NEWNET = 0x40000000
-_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_NOATIME = 0x2, 0x4, 0x8, 0x400
-_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x8, 0x20
+_MS_NOATIME, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x400, 0x1000, 0x4000, 0x40000
 _MNT_DETACH = 2
 
 
@@ -94,6 +102,27 @@ def mount_tmpfs(path: str, *, size: int, inodes: int) -> bool:
     options = f"size={size},nr_inodes={inodes},mode=0700"
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | _MS_NOATIME
     return _succeeds(_kernel.mount, "tmpfs", path, "tmpfs", flags, options)
+
+
+def bind_read_only(path: str) -> bool:
+    """Mount ``path`` over itself read-only, without access times, suid programs or devices.
+
+    Call it only inside a private mount namespace (:func:`private_mounts`). A child's first
+    read of a file after a change sets the file's access time, where the file system keeps
+    them, to a moment the program chose, for a later run to read with ``stat``. In a user
+    namespace the kernel locks the access-time flags of the mounts it inherits: then nothing
+    stays mounted.
+
+    Returns:
+        Whether the mount is in place.
+    """
+    if not _succeeds(_kernel.mount, path, path, None, _MS_BIND | _MS_REC, None):
+        return False
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOATIME | _MS_NOSUID | _MS_NODEV
+    if _succeeds(_kernel.mount, "none", path, None, flags, None):
+        return True
+    unmount(path)
+    return False
 
 
 def unmount(path: str) -> None:

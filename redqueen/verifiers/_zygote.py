@@ -35,13 +35,27 @@ import sys
 if __package__:
     from . import _kernel, _template
     from ._child import refuse_socket
-    from ._namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
+    from ._namespaces import (
+        bind_read_only,
+        mount_tmpfs,
+        private_mounts,
+        unmount,
+        unshare_ipc,
+        unshare_network,
+    )
     from ._seccomp import Landlock, Seccomp, build_filter, landlock_abi
 else:  # run as a script: the sibling modules are importable from the script's directory
     import _kernel
     import _template
     from _child import refuse_socket
-    from _namespaces import mount_tmpfs, private_mounts, unmount, unshare_ipc, unshare_network
+    from _namespaces import (
+        bind_read_only,
+        mount_tmpfs,
+        private_mounts,
+        unmount,
+        unshare_ipc,
+        unshare_network,
+    )
     from _seccomp import Landlock, Seccomp, build_filter, landlock_abi
 
 # Pre-imported so that a forked child finds them in sys.modules (no file system work). Modules
@@ -113,6 +127,10 @@ class Zygote:
         # One private directory per server, emptied after any run that wrote to it; a size- and
         # inode-capped tmpfs seen only by this server and its children where mounts are allowed.
         self.tmpfs = private_mounts()
+        # There too, what children may read is mounted read-only and without access times.
+        self.readable_noatime = self.tmpfs and _mount_without_access_times(
+            self.readable, self.temp_root
+        )
         self.workdir = ""
         self.workdir_stamp: tuple[int, int, int] = (0, 0, 0)
         self.ruleset_fd = -1
@@ -129,6 +147,7 @@ class Zygote:
             "seccomp": self.seccomp is not None and self._probe(self.seccomp.install),
             "drop_root": self.is_root and self._probe(_drop_root),
             "workdir_tmpfs": self.tmpfs,
+            "readable_noatime": self.readable_noatime,
             "socket_refused": True,
             "separate_test_process": True,
             "rlimits": True,
@@ -285,6 +304,28 @@ def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
             candidates.append(os.path.dirname(path))
     found = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
     return tuple(sorted(found))
+
+
+def _mount_without_access_times(paths: tuple[str, ...], temp_root: str) -> bool:
+    """Mount each directory in ``paths`` over itself, read-only and without access times.
+
+    A child's first read of a file after a change would set the file's access time (where its
+    file system keeps them) to a moment the program chose, for a later run to read. A directory
+    beneath another is covered by it; one that holds ``temp_root`` must stay writable for the
+    work directories, so it stays as it is and the answer is false.
+
+    Returns:
+        Whether every directory is now mounted so.
+    """
+    outermost = [p for p in paths if not any(q != p and _beneath(p, q) for q in paths)]
+    root = os.path.realpath(temp_root)
+    mounted = [bind_read_only(path) for path in outermost if not _beneath(root, path)]
+    return len(mounted) == len(outermost) and all(mounted)
+
+
+def _beneath(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies beneath it."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def _drop_root() -> None:

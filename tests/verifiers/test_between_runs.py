@@ -7,7 +7,11 @@ static checks), so each probe has the whole language: frame walks, ``os``, files
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 
+import psutil
 import pytest
 
 from redqueen.verifiers import CandidateTest, Executor
@@ -156,6 +160,64 @@ def test_a_listing_leaves_no_time_for_the_next_run(one_server):
     assert first.ok and sender.ok and second.ok, (first.error, sender.error, second.error)
     (cwd1, atime1), (cwd2, atime2) = ast.literal_eval(first.value), ast.literal_eval(second.value)
     assert cwd1 != cwd2 or atime1 == atime2, "the sender's listing time reached the next run"
+
+
+# Whether this host lets a process mount a directory over itself read-only and without access
+# times in a private mount namespace, as the fork server does (in a user namespace the kernel
+# locks the access-time flags of the mounts it inherits).
+NOATIME_BIND_PROBE = """
+import os, sys
+from redqueen.verifiers import _kernel
+from redqueen.verifiers._namespaces import private_mounts, unshare_network
+path = os.path.realpath(sys.base_prefix)
+unshare_network()
+if not private_mounts():
+    sys.exit(1)
+MS_RDONLY, MS_REMOUNT, MS_NOATIME, MS_BIND, MS_REC = 0x1, 0x20, 0x400, 0x1000, 0x4000
+try:
+    _kernel.mount(path, path, None, MS_BIND | MS_REC, None)
+    _kernel.mount("none", path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOATIME, None)
+except OSError:
+    sys.exit(1)
+"""
+
+
+def test_the_interpreters_files_keep_no_access_time(one_server):
+    # A child reads the interpreter's files (lazy imports). Where their file system keeps access
+    # times, its first read of a file after a change sets that file's access time to a moment
+    # the program chose, for a later run to stat. In a sandboxed child, every directory it may
+    # read is mounted read-only and without access times, wherever the host allows the mount.
+    allowed = subprocess.run([sys.executable, "-c", NOATIME_BIND_PROBE], timeout=60).returncode == 0
+    if not allowed:
+        assert not one_server.features.get("readable_noatime")
+        pytest.skip("this host refuses a read-only, noatime bind mount in a private namespace")
+    probe = (
+        "import os, sys\n"
+        "paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, *sys.path)}\n"
+        "r = sorted((p, os.statvfs(p).f_flag & (os.ST_RDONLY | os.ST_NOATIME))"
+        " for p in paths if os.path.isdir(p))"
+    )
+    seen = one_server.execute(probe, "r")
+    assert seen.ok, seen.error
+    flags = dict(ast.literal_eval(seen.value))  # what the child can reach (root is dropped)
+    assert flags, "the child reached none of the interpreter's directories"
+    loose = [path for path, flag in flags.items() if flag != os.ST_RDONLY | os.ST_NOATIME]
+    assert not loose, f"readable in a child and not mounted read-only without access times: {loose}"
+    assert one_server.features.get("readable_noatime")
+    # The prefix itself, which a child that dropped root may not reach, from the host's side:
+    # the children share their fork server's mount namespace.
+    prefix = os.path.realpath(sys.base_prefix)
+    servers = [
+        child
+        for child in psutil.Process().children()
+        if any(part.endswith("_zygote.py") for part in child.cmdline())
+    ]
+    assert servers
+    for server in servers:
+        with open(f"/proc/{server.pid}/mountinfo") as handle:
+            fields = [line.split() for line in handle]
+        options = [set(f[5].split(",")) for f in fields if f[4] == prefix]
+        assert options and {"ro", "noatime"} <= options[-1], (prefix, options)
 
 
 def test_stop_iteration_from_a_candidate_fails_the_test(one_server):
