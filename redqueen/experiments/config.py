@@ -233,8 +233,8 @@ def _read_yaml(path: Path, label: str) -> dict[str, Any]:
         raise ConfigError(f"{label}: not UTF-8 text (byte {error.start})") from None
     except OSError as error:
         raise ConfigError(f"{label}: cannot read ({error.strerror})") from None
-    if data is None:
-        return {}
+    if data is None:  # nothing but blanks, comments or null: a truncated file reads the same
+        raise ConfigError(f"{label}: the file is empty (write {{}} to take every default)")
     if not isinstance(data, dict):
         raise ConfigError(
             f"{label}: expected a mapping at the top level, got {type(data).__name__}"
@@ -385,7 +385,7 @@ def load_config(
 
     Raises:
         ConfigError: One line naming the field or file: unknown key, wrong type or value,
-            missing preset or file, unreadable YAML, malformed override.
+            missing preset or file, unreadable YAML, an empty file, malformed override.
     """
     if isinstance(preset_or_path, Mapping):
         data, label = dict(preset_or_path), "config"

@@ -187,3 +187,39 @@ def test_compare_out_that_is_a_file_is_named_and_kept(tmp_path):
     line = _one_error_line(runner.invoke(app, ["compare", str(run), "--out", str(taken)]))
     assert line == f"--out {taken} is a file, not a folder"
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "text", ["", "\n\n", "# every line a comment\n", "null\n", "~", "---\n", "--- null\n"]
+)
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_an_empty_config_file_is_named_not_taken_for_every_default(tmp_path, text, command):
+    # A truncated or blanked file would otherwise run silently on every default.
+    config = tmp_path / "empty.yaml"
+    config.write_text(text)
+    out = tmp_path / "runs" / "out"
+    line = _one_error_line(runner.invoke(app, [command, str(config), "--out", str(out)]))
+    assert line == f"{config}: the file is empty (write {{}} to take every default)"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_empty_base_file_is_named(tmp_path):
+    empty = tmp_path / "base.yaml"
+    empty.write_text("# nothing yet\n")
+    config = tmp_path / "child.yaml"
+    config.write_text(f"base: {empty}\nsteps: 2\n")
+    line = _one_error_line(runner.invoke(app, ["run", str(config), "--out", str(tmp_path / "r")]))
+    assert line == f"{empty}: the file is empty (write {{}} to take every default)"
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_empty_config_file_raises_config_error_and_an_empty_mapping_is_every_default(tmp_path):
+    from redqueen.experiments.config import ConfigError, ExperimentConfig, load_config
+
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    with pytest.raises(ConfigError, match="empty.yaml: the file is empty"):
+        load_config(empty)
+    explicit = tmp_path / "defaults.yaml"
+    explicit.write_text("{}\n")
+    assert load_config(explicit) == ExperimentConfig()
