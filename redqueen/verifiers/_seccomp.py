@@ -157,6 +157,20 @@ _DENY_X86_64 = {
     "open_by_handle_at": 304,
     "fanotify_init": 300,
     "openat2": 437,
+    # the mount API by file descriptor (Linux 5.2-6.15) and mount listings (6.8): a child
+    # without capabilities gets EPERM from the kernel anyway, one that kept them must not
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+    "quotactl_fd": 443,
+    "statmount": 457,
+    "listmount": 458,
+    "lsm_set_self_attr": 460,
+    "open_tree_attr": 467,
     # metadata changes, which Landlock does not cover
     "chmod": 90,
     "fchmod": 91,

@@ -104,6 +104,42 @@ def test_seccomp_refuses_metadata_changes_by_directory_and_path():
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
+def test_seccomp_refuses_the_mount_api_by_descriptor():
+    """open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr, open_tree_attr,
+    quotactl_fd, statmount, listmount and lsm_set_self_attr change or list mounts and security
+    attributes without ``mount``; with bad arguments the kernel answers EFAULT, EINVAL, EBADF or
+    ENOSYS, the filter EPERM before it looks at them."""
+    import ctypes
+
+    program = build_filter(allow_fs_writes=True)
+    assert program is not None
+    calls = {
+        428: (-100, None, 0),
+        429: (-100, None, -100, None, 0),
+        430: (None, 0),
+        431: (-1, 0, None, None, 0),
+        432: (-1, 0, 0),
+        433: (-100, None, 0),
+        442: (-100, None, 0, None, 0),
+        443: (-1, 0, 0, None),
+        457: (None, None, 0, 0),
+        458: (None, None, 0, 0),
+        460: (0, None, 0, 0),
+        467: (-100, None, 0, None, 0),
+    }
+
+    def body() -> int:
+        libc = ctypes.CDLL(None, use_errno=True)
+        Seccomp(program).install()
+        for number, args in calls.items():
+            if libc.syscall(number, *args) != -1 or ctypes.get_errno() != 1:
+                return number
+        return 0
+
+    assert _in_child(body) == 0
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
 def test_seccomp_refuses_io_priority_changes():
     """ioprio_set has no wrapper in ``os``, and a sandboxed program cannot load ``ctypes``
     (``test_raw_memory.py``), so the filter's refusal is checked here, outside the executor."""
