@@ -31,6 +31,7 @@ __all__ = [
     "CALLED_ON_THE_SPOT",
     "GETTER_NAMES",
     "ONE_ARGUMENT_NAMES",
+    "READ_ONLY_ATTRIBUTES",
     "REFUSED_BUILTINS",
     "REFUSED_KEYWORDS",
     "RESERVED_ATTRIBUTES",
@@ -238,7 +239,8 @@ def _typing_objects() -> tuple[object, ...]:
 
 
 #: Values an attribute may hold and still be read under a name a program defines: plain data,
-#: which leads nowhere (``_name`` is a string, ``_inst`` a bool).
+#: which leads nowhere (``_name`` is a string, ``_inst`` a bool). Setting such a name is another
+#: matter: see :data:`READ_ONLY_ATTRIBUTES`.
 _PLAIN_DATA = (type(None), bool, int, str)
 
 
@@ -262,7 +264,7 @@ def _private_and_public(value: object) -> set[str]:
 #: (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``, ``mro`` ...) not among the listed
 #: attributes, every attribute of what ``typing`` makes that holds more than plain data, private
 #: ones included (``ForwardRef._evaluate`` evaluates its string; ``_getitem``, ``copy_with``
-#: ...; ``_name``, a string, stays a name programs may use), an exception's ``obj``, and the
+#: ...; ``_name``, a string, stays a name programs may read), an exception's ``obj``, and the
 #: formatting methods. A program that defines ``self.f_back`` must not be able to read a
 #: frame's ``f_back`` under that cover, nor one that defines ``self.obj`` an exception's.
 RESERVED_ATTRIBUTES = (
@@ -274,6 +276,29 @@ RESERVED_ATTRIBUTES = (
     )
     - ALLOWED_ATTRIBUTES
 ) | (_FORMATTING | _EXCEPTION_HELD)
+
+#: Attribute names a program may read where it could before, but never set or delete (by
+#: assignment, augmented assignment, ``del``, a loop target, ``setattr`` or ``delattr``): a
+#: library object a program can hold reads each back as a name or decides by it how to treat
+#: code. ``typing``'s aliases keep ``_name``, ``_inst``, ``_nparams`` and ``_paramspec_tvars``
+#: (``_typevar_types`` in later versions) on themselves and forward every other store to the
+#: class they stand for: ``__reduce__`` looks ``_name`` up in typing's globals, where
+#: ``'__builtins__'`` is the builtins dict (``copy.copy`` of a ``Literal['eval']`` so named
+#: returned ``eval``); ``_inst`` decides whether calling the alias makes its class, the others
+#: how its parameters are checked, and ``_is_protocol`` which classes typing treats as
+#: protocols, whose attributes it reads by name. An enum member's ``_name_`` (``re``'s flags)
+#: is what ``Enum.__reduce_ex__`` looks up on its class.
+#:
+#: The other attributes a program can set on what listed names give it are values the library
+#: computes or compares with, or hands to code the program could have called itself: a
+#: dataclass field's ``type``, ``default``, ``default_factory``, ``metadata``, its flags and
+#: ``_field_type`` (compared by identity), a ``Fraction``'s ``_numerator`` and
+#: ``_denominator``, a ``ChainMap``'s ``maps``, a ``defaultdict``'s ``default_factory``, an
+#: enum member's ``_value_``. The fork server guards typing's aliases at run time as well
+#: (``_library_guards``).
+READ_ONLY_ATTRIBUTES = _names(
+    "_name _inst _nparams _paramspec_tvars _typevar_types _is_protocol _name_"
+)
 
 #: Dunder methods a class body may define. The interpreter calls them with ordinary operands;
 #: ``__getattr__``, ``__match_args__``, ``__instancecheck__``, ``__init_subclass__``,

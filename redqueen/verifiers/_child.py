@@ -142,6 +142,7 @@ _SEALED_MODULES = (
     "_template",
     "_child",
     "_proxy",
+    "_library_guards",
     "_verdict",
     "_seccomp",
     "_landlock",

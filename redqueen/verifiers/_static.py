@@ -83,6 +83,7 @@ class _AllowListChecker(_NameChecker):
             elif alias.name in CALLED_ON_THE_SPOT and alias.asname not in (None, alias.name):
                 self._refuse(RejectReason.BANNED_CALL, f"{alias.name} imported under another name")
             self._bind(alias.asname or alias.name)
+            self.imported.add(alias.asname or alias.name)
 
     # ----------------------------------------------------------------------------- attributes
 
@@ -143,7 +144,10 @@ class _AllowListChecker(_NameChecker):
             self._read_name(node.value.id, as_value=False)
             self.named_attributes.append((node.value.id, node.attr, read))
         else:
-            self._use_attribute(node.attr, store=not read)
+            if read:
+                self._use_attribute(node.attr, store=False)
+            else:
+                self._set_attribute(node.value, node.attr)
             self.visit(node.value)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -163,8 +167,10 @@ class _AllowListChecker(_NameChecker):
             attribute = node.args[1] if len(node.args) > 1 else None
             if not (isinstance(attribute, ast.Constant) and isinstance(attribute.value, str)):
                 self._refuse(RejectReason.BANNED_CALL, f"{name}() with a computed attribute name")
+            elif name in ("setattr", "delattr"):
+                self._set_attribute(node.args[0], attribute.value, defines=name == "setattr")
             else:
-                self._use_attribute(attribute.value, store=name == "setattr")
+                self._use_attribute(attribute.value, store=False)
         elif name in ("attrgetter", "methodcaller"):
             self.callees.add(id(func))
             # attrgetter takes dotted names only; methodcaller a name, then the call's arguments.
@@ -267,11 +273,26 @@ class _AllowListChecker(_NameChecker):
             module = self.modules.get(base)
             if module is None:
                 if not read:
-                    self._use_attribute(attribute, store=True)
+                    self._set_attribute(ast.Name(base), attribute)
             elif not read:
                 self._refuse(RejectReason.BANNED_IMPORT, f"sets attribute of module {module!r}")
             elif attribute not in ALLOWED_MODULES[module]:
                 self._refuse(RejectReason.BANNED_IMPORT, f"{module}.{attribute} is not listed")
+        for root in self.store_roots:
+            # A module's attributes, and what they lead to by attribute, item or call, are the
+            # library's objects: typing's aliases forward a store to the class they stand for
+            # (typing.Counter[int].x sets collections.Counter.x), and dataclasses.fields()
+            # hands out the fields dataclass writes into the source it executes.
+            if root in self.modules:
+                self._refuse(
+                    RejectReason.BANNED_IMPORT,
+                    f"sets an attribute of what module {self.modules[root]!r} holds",
+                )
+            elif root in self.imported:
+                self._refuse(
+                    RejectReason.BANNED_IMPORT,
+                    f"sets an attribute of {root!r}, which the program imported from a module",
+                )
         for base, attribute, read in self.named_attributes:
             if read and base not in self.modules:
                 self._use_attribute(attribute, store=False)

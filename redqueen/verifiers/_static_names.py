@@ -19,6 +19,7 @@ from ._allowlist import (
     ALLOWED_NODES,
     CALLED_ON_THE_SPOT,
     DEFINABLE_DUNDERS,
+    READ_ONLY_ATTRIBUTES,
     REFUSED_BUILTINS,
     RESERVED_ATTRIBUTES,
     SELF_MATCHING,
@@ -40,6 +41,14 @@ _HANDLERS: dict[type, Callable[[_NameChecker, Any], None]] = {}
 
 def _is_dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """The name an expression starts from through attributes, items and calls (``a`` in
+    ``a.b[0]().c``), or None when it starts from anything else."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 @dataclass
@@ -70,6 +79,8 @@ class _NameChecker(ast.NodeVisitor):
         self.found: tuple[RejectReason, str] | None = None
         self.scope = _Scope("module")
         self.modules: dict[str, str] = {}  # name bound by ``import`` -> module
+        self.imported: set[str] = set()  # names bound by ``from ... import``
+        self.store_roots: list[str] = []  # the names attribute stores start from
         self.bound: set[str] = set()  # every other name the program binds
         self.read: set[str] = set()  # names read
         self.values: set[str] = set()  # names read as values (not as an attribute's base)
@@ -282,6 +293,24 @@ class _NameChecker(ast.NodeVisitor):
             self._use_attribute(name, store=False)
 
     # ------------------------------------------------------------------------------ attributes
+
+    def _set_attribute(self, target: ast.expr, name: str, *, defines: bool = True) -> None:
+        """An attribute ``name`` set (or, without ``defines``, deleted by ``delattr``) on the value of
+        ``target``, other than a module.
+
+        What a module or an imported name leads to is the library's object, not the program's:
+        whether ``target`` starts from one is decided once the whole program has been read.
+        """
+        root = _root_name(target)
+        if root is not None:
+            self.store_roots.append(root)
+        if name in READ_ONLY_ATTRIBUTES:
+            self._refuse(
+                RejectReason.NOT_LISTED,
+                f"sets attribute {name!r}, which library objects read back as a name",
+            )
+        else:
+            self._use_attribute(name, store=defines)
 
     def _use_attribute(self, name: str, *, store: bool) -> None:
         """An attribute read (or, with ``store``, set) on some value other than a module."""

@@ -35,6 +35,7 @@ import sys
 if __package__:
     from . import _kernel, _template
     from ._child import refuse_socket
+    from ._library_guards import guard_library
     from ._namespaces import (
         bind_read_only,
         mount_tmpfs,
@@ -48,6 +49,7 @@ else:  # run as a script: the sibling modules are importable from the script's d
     import _kernel
     import _template
     from _child import refuse_socket
+    from _library_guards import guard_library
     from _namespaces import (
         bind_read_only,
         mount_tmpfs,
@@ -369,6 +371,7 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     for name in (*PRELOAD, *config.get("preload", ())):
         __import__(name)
+    guard_library()  # library objects that would read a program's attribute back as code
     sys.dont_write_bytecode = True
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1):

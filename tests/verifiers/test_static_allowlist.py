@@ -23,7 +23,11 @@ from redqueen.verifiers import (
     check_source,
     validate_programs,
 )
-from redqueen.verifiers._allowlist import REFUSED_BUILTINS, RESERVED_ATTRIBUTES
+from redqueen.verifiers._allowlist import (
+    READ_ONLY_ATTRIBUTES,
+    REFUSED_BUILTINS,
+    RESERVED_ATTRIBUTES,
+)
 
 # Each of these passed the deny-list (and ran in the sandbox, doing what it says).
 BYPASSES = {
@@ -287,6 +291,52 @@ NOT_LISTED = {
     "future_other_than_annotations": (
         "from __future__ import barry_as_FLUFL\ndef f(x):\n    return x",
         "barry_as_FLUFL",
+    ),
+    # Attributes a library reads back as a name: read them a program may, set them it may not.
+    "typing_alias_name_stored": ("def f(x):\n    x._name = 'eval'\n    return x", "_name"),
+    "typing_alias_inst_stored_augmented": ("def f(x):\n    x._inst += 1\n    return x", "_inst"),
+    "typing_alias_nparams_deleted": ("def f(x):\n    del x._nparams\n    return x", "_nparams"),
+    "typing_paramspec_by_setattr": (
+        "def f(x):\n    setattr(x, '_paramspec_tvars', True)\n    return x",
+        "_paramspec_tvars",
+    ),
+    "typing_protocol_stored": (
+        "def f(x):\n    x._is_protocol = True\n    return x._is_protocol",
+        "_is_protocol",
+    ),
+    "typing_alias_name_by_delattr": (
+        "class A:\n    _name = 'a'\ndef f(x):\n    delattr(x, '_name')\n    return A._name",
+        "_name",
+    ),
+    "typing_name_stored_in_a_loop_target": (
+        "def f(xs):\n    for xs[0]._name in ['a']:\n        pass\n    return xs",
+        "_name",
+    ),
+    "enum_member_name_stored": (
+        "import re\ndef f(x):\n    flag = re.I\n    flag._name_ = x\n    return flag",
+        "_name_",
+    ),
+    # A store on what a module or an imported name leads to writes on the library's object.
+    "store_on_a_typing_alias": (
+        "import typing\ndef f(x):\n    typing.Counter[int].most_common = x\n    return x",
+        "typing",
+    ),
+    "store_on_a_module_class": (
+        "import collections\ndef f(x):\n    collections.Counter.most_common = x\n    return x",
+        "collections",
+    ),
+    "store_on_what_a_module_call_returns": (
+        "import dataclasses\n@dataclasses.dataclass\nclass A:\n    x: int = 0\n"
+        "def f(x):\n    dataclasses.fields(A)[0].name = x\n    return x",
+        "dataclasses",
+    ),
+    "store_on_an_imported_name": (
+        "from collections import Counter\ndef f(x):\n    Counter.most_common = x\n    return x",
+        "Counter",
+    ),
+    "setattr_on_an_imported_name": (
+        "from typing import List\ndef f(x):\n    setattr(List[int], 'marker', x)\n    return x",
+        "List",
     ),
 }
 
@@ -583,6 +633,18 @@ ORDINARY = {
         "def f(x):\n    return x * 2\n\nif __name__ == '__main__':\n    print(f(2))",
         "21",
     ),
+    # Typing's aliases as values: what the fork server's guard of typing must leave as it was.
+    "typing_aliases_as_values": (
+        "import copy\nimport typing\nfrom typing import Dict, List, Optional\n"
+        "T = typing.TypeVar('T')\n"
+        "class Box(typing.Generic[T]):\n    def __init__(self, item: T):\n        self.item = item\n"
+        "def f(x: List[int]) -> Dict[str, Optional[int]]:\n"
+        "    alias = Dict[str, Optional[int]]\n"
+        "    same = copy.copy(alias) == alias and copy.deepcopy(List[int]) == List[int]\n"
+        "    return {'first': x[0] if x else None, 'same': int(same), 'box': Box[int](x[-1]).item,\n"
+        "            'name': len(repr(typing.Literal['a']))}",
+        "[5, 6]",
+    ),
 }
 
 
@@ -739,7 +801,12 @@ def test_what_typing_hands_a_program_has_only_reserved_or_listed_names():
         assert names <= RESERVED_ATTRIBUTES | ALLOWED_ATTRIBUTES, (value, names)
         assert "_evaluate" not in ALLOWED_ATTRIBUTES
     assert {"_evaluate", "_getitem", "copy_with"} <= RESERVED_ATTRIBUTES
-    assert not {"_name", "_inst"} & RESERVED_ATTRIBUTES  # plain data: programs may use them
+    assert not {"_name", "_inst"} & RESERVED_ATTRIBUTES  # plain data: programs may read them
+    assert {"_name", "_inst", "_nparams", "_paramspec_tvars"} <= READ_ONLY_ATTRIBUTES
+    defined_in_a_class = "class A:\n    _name = 'a'\n"
+    assert check_source(
+        f"import typing\n{defined_in_a_class}def f(x):\n    return typing.List[x]._name"
+    ).ok
 
 
 def test_typing_named_tuple_takes_module_as_a_field_name():
