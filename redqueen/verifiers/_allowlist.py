@@ -294,8 +294,10 @@ RESERVED_ATTRIBUTES = (
 #: dataclass field's ``type``, ``default``, ``default_factory``, ``metadata``, its flags and
 #: ``_field_type`` (compared by identity), a ``Fraction``'s ``_numerator`` and
 #: ``_denominator``, a ``ChainMap``'s ``maps``, a ``defaultdict``'s ``default_factory``, an
-#: enum member's ``_value_``. The fork server guards typing's aliases at run time as well
-#: (``_library_guards``).
+#: enum member's ``_value_``. A dataclass field's ``name`` is written into the source of the
+#: methods ``dataclass`` executes, but it cannot be refused here: ``self.name = name`` is
+#: everyday code, and a program's method may be called with a field as ``self``. The fork
+#: server guards it at run time instead, and typing's aliases as well (``_library_guards``).
 READ_ONLY_ATTRIBUTES = _names(
     "_name _inst _nparams _paramspec_tvars _typevar_types _is_protocol _name_"
 )

@@ -23,7 +23,6 @@ Standard library only; imported by the fork server as a sibling module.
 
 from __future__ import annotations
 
-import builtins
 import fcntl
 import json
 import os
@@ -34,10 +33,12 @@ from typing import TYPE_CHECKING
 
 if __package__:
     from . import _kernel
+    from ._library_guards import main_namespace
     from ._proxy import Candidate, serve_calls
     from ._verdict import EXIT_RAISED, EXIT_VALUE, encode_frame
 else:  # imported by the fork-server script as a sibling module
     import _kernel
+    from _library_guards import main_namespace
     from _proxy import Candidate, serve_calls
     from _verdict import EXIT_RAISED, EXIT_VALUE, encode_frame
 
@@ -363,10 +364,10 @@ def execute_program(
 ) -> tuple[bytes, str]:
     """Run ``source``, evaluate ``expr``; ``(b"V", repr)`` or ``(b"E", error)`` (never raises).
 
-    ``extra`` names are bound in the program's namespace before it runs.
+    The program runs as a fresh ``__main__`` module of its own, ``extra`` names bound in it.
     """
-    namespace = {"__name__": "__main__", "__builtins__": builtins, **extra}
     try:
+        namespace = main_namespace(extra)
         program = compile(source, "<program>", "exec")
         expression = compile(expr, "<expr>", "eval")
         exec(program, namespace)

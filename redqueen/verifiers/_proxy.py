@@ -23,8 +23,10 @@ import struct
 from typing import Any
 
 if __package__:
+    from ._library_guards import main_namespace
     from ._literals import LiteralParseError, format_args, parse_args, parse_literal
 else:  # imported by the fork-server script as a sibling module
+    from _library_guards import main_namespace
     from _literals import LiteralParseError, format_args, parse_args, parse_literal
 
 __all__ = ["Candidate", "CandidateError", "serve_calls"]
@@ -129,10 +131,10 @@ def serve_calls(source: str, entry_point: str, calls: int, replies: int, max_cha
     Runs in the candidate's (untrusted) process; if loading fails, every call is answered with
     that error.
     """
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
     failure = None
     function: Any = None
     try:
+        namespace = main_namespace({})  # the program's own __main__ module
         exec(compile(source, "<program>", "exec"), namespace)
         function = namespace[entry_point]
     except BaseException as exc:

@@ -633,7 +633,18 @@ ORDINARY = {
         "def f(x):\n    return x * 2\n\nif __name__ == '__main__':\n    print(f(2))",
         "21",
     ),
-    # Typing's aliases as values: what the fork server's guard of typing must leave as it was.
+    # A dataclass built on another (its base's fields copied) and copies of the program's own
+    # objects: what the fork server's guards of Field and typing must leave as they were.
+    "dataclass_inheritance_and_copies": (
+        "import copy\nfrom dataclasses import dataclass, field, fields, replace\n"
+        "@dataclass\nclass Base:\n    name: str\n    tags: list = field(default_factory=list)\n"
+        "@dataclass(frozen=True)\nclass Leaf:\n    weight: int = 1\n"
+        "@dataclass(order=True)\nclass Node(Base):\n    leaf: Leaf = field(default_factory=Leaf)\n"
+        "def f(name, tag):\n    a = Node(name)\n    a.tags.append(tag)\n"
+        "    b = copy.deepcopy(a)\n    b.tags.append(tag)\n    c = replace(copy.copy(a), name=name * 2)\n"
+        "    return [x.name for x in fields(Node)], a == b, a < c, len(a.tags), len(b.tags), repr(c)",
+        "'n', 't'",
+    ),
     "typing_aliases_as_values": (
         "import copy\nimport typing\nfrom typing import Dict, List, Optional\n"
         "T = typing.TypeVar('T')\n"
