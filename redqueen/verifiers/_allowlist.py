@@ -77,6 +77,9 @@ REFUSED_BUILTINS = frozenset(dir(builtins)) - ALLOWED_BUILTINS - {"__name__"}
 #: ``string.Formatter`` reads format fields built at run time. ``enum`` is out: calling an
 #: ``Enum`` class with names builds a class from a dict at run time, dunder keys included
 #: (``__annotations__`` that ``dataclass`` then writes into the source it executes).
+#: ``functools.cached_property`` is out: it stores into an instance's dict under its
+#: ``attrname``, which a program could set (``'__reduce_ex__'`` gave an instance a reduction of
+#: its own, from which ``copy`` set any attribute on any object); no shipped program used it.
 ALLOWED_MODULES: dict[str, frozenset[str]] = {
     "math": _names(
         "acos acosh asin asinh atan atan2 atanh cbrt ceil comb copysign cos cosh degrees dist e "
@@ -93,7 +96,7 @@ ALLOWED_MODULES: dict[str, frozenset[str]] = {
         "cycle dropwhile filterfalse groupby islice pairwise permutations product repeat "
         "starmap takewhile tee zip_longest"
     ),
-    "functools": _names("cache cached_property cmp_to_key lru_cache partial reduce total_ordering"),
+    "functools": _names("cache cmp_to_key lru_cache partial reduce total_ordering"),
     "operator": _names(
         "abs add and_ attrgetter call concat contains countOf delitem eq floordiv ge getitem gt "
         "iadd iand iconcat ifloordiv ilshift imatmul imod imul index indexOf inv invert ior ipow "
@@ -287,7 +290,9 @@ RESERVED_ATTRIBUTES = (
 #: returned ``eval``); ``_inst`` decides whether calling the alias makes its class, the others
 #: how its parameters are checked, and ``_is_protocol`` which classes typing treats as
 #: protocols, whose attributes it reads by name. An enum member's ``_name_`` (``re``'s flags)
-#: is what ``Enum.__reduce_ex__`` looks up on its class.
+#: is what ``Enum.__reduce_ex__`` looks up on its class. ``functools.cached_property`` (not
+#: listed) stores into an instance's dict under its ``attrname``; its ``func`` is called with
+#: the instance, as the program's own function could be.
 #:
 #: The other attributes a program can set on what listed names give it are values the library
 #: computes or compares with, or hands to code the program could have called itself: a
@@ -299,7 +304,7 @@ RESERVED_ATTRIBUTES = (
 #: everyday code, and a program's method may be called with a field as ``self``. The fork
 #: server guards it at run time instead, and typing's aliases as well (``_library_guards``).
 READ_ONLY_ATTRIBUTES = _names(
-    "_name _inst _nparams _paramspec_tvars _typevar_types _is_protocol _name_"
+    "_name _inst _nparams _paramspec_tvars _typevar_types _is_protocol _name_ attrname"
 )
 
 #: Dunder methods a class body may define. The interpreter calls them with ordinary operands;

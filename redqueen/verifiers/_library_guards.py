@@ -17,8 +17,17 @@ once, by the library, with what the library itself writes there:
   typing's globals, where ``'__builtins__'`` is the builtins dict (``copy.copy`` of it returned
   ``eval``), and an alias forwards a store of any public name to the class it stands for. Each
   attribute is written once, when typing makes the object, and nothing is forwarded.
+* ``functools.cached_property.attrname`` (no longer listed for programs): the key under which ``__get__`` stores what it
+  computed in an instance's dict; as ``'__reduce_ex__'`` it gave an instance a
+  ``__reduce_ex__`` of its own, which ``copy.copy`` called, and from whose result ``copy`` set
+  any attribute, dunders included, on any object. Written once, by ``__set_name__``, as a name
+  its class binds, never a dunder.
+* ``copy`` looked ``__reduce_ex__``, ``__reduce__`` and ``__deepcopy__`` up on the object
+  itself, where an instance's dict could hold them (a cached property's, above); one there is
+  now passed over for the class's, as the interpreter passes it over for special methods.
 
-Each guard costs only the stores it watches (a few per field or alias made), nothing per run.
+Each guard costs only the stores it watches (a few per field, alias or cached property made)
+and ``copy`` a dict lookup per object its tables do not cover; nothing per run.
 
 A program runs as a fresh ``__main__`` module of its own (:func:`main_namespace`): code that a
 library compiles against ``sys.modules[cls.__module__]`` (``dataclass``'s methods) sees the
@@ -30,7 +39,9 @@ Standard library only; imported by the fork server as a sibling module.
 from __future__ import annotations
 
 import builtins
+import copy
 import dataclasses
+import functools
 import keyword
 import sys
 import typing
@@ -103,6 +114,27 @@ def _checking_bases(process_class: Callable[..., type]) -> Callable[..., type]:
     return checked
 
 
+# ------------------------------------------------------------------------------------ functools
+
+
+def _cached_property_setattr(prop: functools.cached_property, name: str, value: object) -> None:
+    """``cached_property.__setattr__``: ``attrname`` goes from unset to None (``__init__``),
+    then once from None to a plain name (``__set_name__``, with the name its class binds)."""
+    if name == "attrname":
+        current = vars(prop).get("attrname", _UNSET)
+        if not (
+            (current is _UNSET and value is None) or (current is None and _is_plain_name(value))
+        ):
+            raise _refuse("a cached_property's attrname")
+    object.__setattr__(prop, name, value)
+
+
+def _cached_property_delattr(prop: functools.cached_property, name: str) -> None:
+    if name == "attrname":
+        raise _refuse("a cached_property's attrname")
+    object.__delattr__(prop, name)
+
+
 # --------------------------------------------------------------------------------------- typing
 
 
@@ -129,6 +161,25 @@ def _typing_delattr(value: object, name: str) -> None:
     raise _refuse(f"typing attribute {name!r}")
 
 
+# ----------------------------------------------------------------------------------------- copy
+
+
+def _special_method(value: object, name: str, default: object = None) -> object:
+    """``getattr`` as ``copy`` calls it (a special method's name, a default of None), except that
+    a method an instance holds in its own dict is passed over for its class's, as the
+    interpreter passes it over when it looks up a special method."""
+    own = getattr(value, "__dict__", None)
+    if own is None or name not in own or isinstance(value, type):
+        return getattr(value, name, default)
+    kind = type(value)
+    for klass in kind.__mro__:
+        found = vars(klass).get(name, _UNSET)
+        if found is not _UNSET:
+            bind = getattr(type(found), "__get__", None)
+            return found if bind is None else bind(found, value, kind)
+    return default
+
+
 # ---------------------------------------------------------------------------------------- setup
 
 
@@ -138,6 +189,8 @@ def guard_library() -> None:
     methods: tuple[tuple[type, str, Callable[..., None]], ...] = (
         (dataclasses.Field, "__setattr__", _field_setattr),
         (dataclasses.Field, "__delattr__", _field_delattr),
+        (functools.cached_property, "__setattr__", _cached_property_setattr),
+        (functools.cached_property, "__delattr__", _cached_property_delattr),
         (alias, "__setattr__", _alias_setattr),
         (alias, "__delattr__", _typing_delattr),
         (form, "__setattr__", _form_setattr),
@@ -147,6 +200,7 @@ def guard_library() -> None:
         setattr(owner, name, method)
     module = vars(dataclasses)  # dataclass() reads _process_class from its globals per call
     module["_process_class"] = _checking_bases(module["_process_class"])
+    vars(copy)["getattr"] = _special_method  # copy's functions read getattr there, first
 
 
 def main_namespace(extra: dict[str, Any]) -> dict[str, Any]:

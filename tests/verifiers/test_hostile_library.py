@@ -42,6 +42,43 @@ ATTACKS = {
         "    box = B()\n    box.code = code\n    box.got = None\n    B() == box\n"
         "    return box.got"
     ),
+    # cached_property stores what it computed under its attrname in the instance's dict: an
+    # instance-level __reduce_ex__, which copy.copy calls, and whose slot state copy then
+    # setattr()s on any object, dunders included.
+    "cached_property_attrname_reduce": (
+        "import copy\nimport dataclasses\nimport functools\n"
+        "class Target:\n    pass\n"
+        "class Holder:\n    def __init__(self, names):\n        self.names = names\n"
+        "    def reducer(self):\n        return lambda proto: (self.target, (), (None, self.names))\n"
+        "    def target(self):\n        return Target\n"
+        "    hook = functools.cached_property(reducer)\n"
+        "Holder.hook.attrname = '__reduce_ex__'\n"
+        "def f(code):\n"
+        "    holder = Holder({'__annotations__': {\"x,setattr(other,'got',eval(other.code))\": int}})\n"
+        "    holder.hook\n    copy.copy(holder)\n"
+        "    C = dataclasses.dataclass(init=False, repr=False)(Target)\n"
+        "    box = C()\n    box.x, box.code, box.got = 0, code, None\n"
+        "    c = C()\n    c.x = 0\n    c == box\n    return box.got"
+    ),
+    # The same setattr, here of __subclasshook__ on an ABC of the program's: ABCMeta hands it the
+    # builtin type, and from there attrgetter's class reads a generator's frame.
+    "cached_property_attrname_subclasshook": (
+        "import abc\nimport copy\nimport functools\nimport operator\n"
+        "class Target(abc.ABC):\n    pass\n"
+        "class Holder:\n    def __init__(self, names):\n        self.names = names\n"
+        "        self.got = []\n"
+        "    def reducer(self):\n        return lambda proto: (self.target, (), (None, self.names))\n"
+        "    def target(self):\n        return Target\n"
+        "    hook = functools.cached_property(reducer)\n"
+        "Holder.hook.attrname = '__reduce_ex__'\n"
+        "def f(code):\n    holder = Holder({})\n"
+        "    holder.names['__subclasshook__'] = classmethod(\n"
+        "        lambda cls, sub: holder.got.append(sub) or False)\n"
+        "    holder.hook\n    copy.copy(holder)\n    isinstance(int, Target)\n"
+        "    getter = holder.got[0](operator.attrgetter('real'))\n"
+        "    frame = getter('gi_frame')(i for i in [code])\n"
+        "    return getter('f_builtins')(frame)['__import__']('os').__name__"
+    ),
 }
 
 #: The same attacks with the store inside a method of the program's own, called with the
@@ -117,6 +154,20 @@ def test_a_candidate_runs_as_a_main_module_of_its_own(executor):
     assert result.ok, result.error
 
 
+def test_copy_looks_special_methods_up_on_the_class(executor):
+    # An instance's own __reduce_ex__ or __deepcopy__ (only a library's writes could have put a
+    # dunder in an instance's dict) is not what copy calls: the interpreter's rule for special
+    # methods, which copy's plain getattr did not follow.
+    source = (
+        "import copy\nclass A:\n    pass\na = A()\n"
+        "a.__reduce_ex__ = lambda proto: (str, ('reduced',))\n"
+        "a.__reduce__ = a.__reduce_ex__\n"
+        "a.__deepcopy__ = lambda memo: 'deep'\n"
+        "r = (type(copy.copy(a)).__name__, type(copy.deepcopy(a)).__name__)"
+    )
+    assert _value(executor, source) == "('A', 'A')"
+
+
 def test_typing_aliases_are_written_once_and_forward_no_stores(executor):
     source = (
         "import collections, typing\nr = []\n"
@@ -170,3 +221,19 @@ def test_a_dataclass_base_whose_fields_disagree_with_their_keys_is_refused(execu
     result = executor.execute(source, "r")
     assert not result.ok and result.error.startswith("TypeError"), result
     assert "'y'" in result.error
+
+
+def test_a_cached_property_is_named_once_by_its_class_and_never_a_dunder(executor):
+    source = (
+        "import functools\nclass C:\n    @functools.cached_property\n    def v(self):\n"
+        "        return 3\nr = [C().v]\n"
+        "for name in ('w', '__reduce_ex__', None):\n"
+        "    try:\n        C.v.attrname = name\n        r.append('set')\n"
+        "    except AttributeError as e:\n        r.append('written once' in str(e))\n"
+        "try:\n    del C.v.attrname\nexcept AttributeError as e:\n    r.append('written once' in str(e))\n"
+        "try:\n    class D:\n        __eq__ = functools.cached_property(lambda self: 1)\n"
+        "    r.append('made')\nexcept Exception as e:\n"
+        "    r.append('written once' in str(e.__cause__ or e))\n"
+        "r.append(C.v.attrname)"
+    )
+    assert _value(executor, source) == "[3, True, True, True, True, True, 'v']"

@@ -312,9 +312,18 @@ NOT_LISTED = {
         "def f(xs):\n    for xs[0]._name in ['a']:\n        pass\n    return xs",
         "_name",
     ),
+    "cached_property_attrname_stored": (
+        "def f(x):\n    x.attrname = '__reduce_ex__'\n    return x",
+        "attrname",
+    ),
     "enum_member_name_stored": (
         "import re\ndef f(x):\n    flag = re.I\n    flag._name_ = x\n    return flag",
         "_name_",
+    ),
+    "cached_property": (
+        "import functools\nclass A:\n    @functools.cached_property\n    def v(self):\n"
+        "        return 1\ndef f(x):\n    return A().v",
+        "cached_property",
     ),
     # A store on what a module or an imported name leads to writes on the library's object.
     "store_on_a_typing_alias": (
@@ -634,7 +643,7 @@ ORDINARY = {
         "21",
     ),
     # A dataclass built on another (its base's fields copied) and copies of the program's own
-    # objects: what the fork server's guards of Field and typing must leave as they were.
+    # objects: what the fork server's guards of Field, typing and copy must leave as they were.
     "dataclass_inheritance_and_copies": (
         "import copy\nfrom dataclasses import dataclass, field, fields, replace\n"
         "@dataclass\nclass Base:\n    name: str\n    tags: list = field(default_factory=list)\n"
