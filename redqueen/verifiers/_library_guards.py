@@ -46,7 +46,6 @@ import keyword
 import sys
 import typing
 from collections.abc import Callable
-from typing import Any
 
 __all__ = ["guard_library", "main_namespace"]
 
@@ -100,7 +99,7 @@ def _checking_bases(process_class: Callable[..., type]) -> Callable[..., type]:
     and this holds the table it sits in to the same.
     """
 
-    def checked(cls: type, *args: Any, **kwargs: Any) -> type:
+    def checked(cls: type, *args: object, **kwargs: object) -> type:
         for base in cls.__mro__[1:]:
             for key, field in getattr(base, "__dataclass_fields__", {}).items():
                 name = getattr(field, "name", None)
@@ -203,7 +202,7 @@ def guard_library() -> None:
     vars(copy)["getattr"] = _special_method  # copy's functions read getattr there, first
 
 
-def main_namespace(extra: dict[str, Any]) -> dict[str, Any]:
+def main_namespace(extra: dict[str, object]) -> dict[str, object]:
     """The namespace of a fresh ``__main__`` module, now in ``sys.modules``, with ``extra``
     bound in it: where the program about to run in this child runs."""
     main = type(sys)("__main__")
