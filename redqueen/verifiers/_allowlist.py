@@ -263,19 +263,31 @@ def _private_and_public(value: object) -> set[str]:
     return names
 
 
+def _enum_objects() -> tuple[object, ...]:
+    """The enum members a program can hold: ``re``'s flags (``enum`` itself is not listed)."""
+    return tuple(getattr(re, name) for name in sorted(ALLOWED_MODULES["re"]) if name.isupper())
+
+
 #: Attribute names no program may use, even on a class of its own: the interpreter's internals
 #: (``gi_frame``, ``f_back``, ``tb_frame``, ``co_code``, ``mro`` ...) not among the listed
 #: attributes, every attribute of what ``typing`` makes that holds more than plain data, private
 #: ones included (``ForwardRef._evaluate`` evaluates its string; ``_getitem``, ``copy_with``
-#: ...; ``_name``, a string, stays a name programs may read), an exception's ``obj``, and the
-#: formatting methods. A program that defines ``self.f_back`` must not be able to read a
+#: ...; ``_name``, a string, stays a name programs may read), the same of ``re``'s flags, enum
+#: members whose class keeps its tables there (``_value2member_map_``, ``_member_map_``: a
+#: program that defined those names read and rewrote the tables, and ``re.M | re.I`` became a
+#: member of ``RegexFlag`` named by the program), an exception's ``obj``, and the formatting
+#: methods. A program that defines ``self.f_back`` must not be able to read a
 #: frame's ``f_back`` under that cover, nor one that defines ``self.obj`` an exception's.
 RESERVED_ATTRIBUTES = (
     (
         frozenset(
             name for kind in _INTERNAL_TYPES for name in dir(kind) if not name.startswith("_")
         )
-        | frozenset(name for value in _typing_objects() for name in _private_and_public(value))
+        | frozenset(
+            name
+            for value in (*_typing_objects(), *_enum_objects())
+            for name in _private_and_public(value)
+        )
     )
     - ALLOWED_ATTRIBUTES
 ) | (_FORMATTING | _EXCEPTION_HELD)

@@ -171,6 +171,20 @@ BYPASSES = {
         "    E = enum.Enum('E', {'__annotations__': {'a=1': int}})\n"
         "    return str(dataclasses.dataclass(E))"
     ),
+    # re's flags are enum members, whose class keeps its tables on them: a program that defined
+    # _value2member_map_ on a class of its own read RegexFlag's and rewrote it, and re.M | re.I
+    # became a member of RegexFlag whose _name_ the program chose. This one passed the
+    # allow-list and validation.
+    "regexflag_tables": (
+        "import re\nclass Fake:\n    _name_ = '__class__'\n    _value_ = 2\n    _sort_order_ = 0\n"
+        "    def __init__(self):\n        self._value2member_map_ = None\n"
+        "def f(x):\n    values = re.I._value2member_map_\n    values[2] = Fake()\n"
+        "    values.pop(10, None)\n    return (re.M | re.I).name"
+    ),
+    "regexflag_member_map": (
+        "import re\nclass Holder:\n    def __init__(self):\n        self._member_map_ = {}\n"
+        "def f(x):\n    return sorted(re.I._member_map_)"
+    ),
 }
 
 
