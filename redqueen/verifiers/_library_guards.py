@@ -73,22 +73,34 @@ def _refuse(what: str) -> AttributeError:
 # ---------------------------------------------------------------------------------- dataclasses
 
 
-def _field_setattr(field: dataclasses.Field, name: str, value: object) -> None:
-    """``Field.__setattr__``: ``name`` goes from unset to None (``Field.__init__``), then once
-    from None to a plain name (``dataclass``'s ``_get_field``)."""
-    if name == "name":
-        current = getattr(field, "name", _UNSET)
-        if not (
-            (current is _UNSET and value is None) or (current is None and _is_plain_name(value))
-        ):
-            raise _refuse("a dataclass field's name")
-    object.__setattr__(field, name, value)
+def _written_once(attr: str, what: str) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``__setattr__`` and ``__delattr__`` for a class whose ``attr`` the library writes into
+    source or reads back as a name: it goes from unset to None (the class's ``__init__``), then
+    once from None to a plain name; it is never deleted. Other attributes are left alone."""
+
+    def setattr_(obj: object, name: str, value: object) -> None:
+        if name == attr:
+            try:
+                current = object.__getattribute__(obj, attr)
+            except AttributeError:
+                current = _UNSET
+            if not (
+                (current is _UNSET and value is None) or (current is None and _is_plain_name(value))
+            ):
+                raise _refuse(what)
+        object.__setattr__(obj, name, value)
+
+    def delattr_(obj: object, name: str) -> None:
+        if name == attr:
+            raise _refuse(what)
+        object.__delattr__(obj, name)
+
+    return setattr_, delattr_
 
 
-def _field_delattr(field: dataclasses.Field, name: str) -> None:
-    if name == "name":
-        raise _refuse("a dataclass field's name")
-    object.__delattr__(field, name)
+#: ``Field.name``: dataclass's ``_get_field`` names a field once, then writes the name into the
+#: source of the methods it executes, its own class's and every subclass's.
+_field_setattr, _field_delattr = _written_once("name", "a dataclass field's name")
 
 
 def _checking_bases(process_class: Callable[..., type]) -> Callable[..., type]:
@@ -116,22 +128,11 @@ def _checking_bases(process_class: Callable[..., type]) -> Callable[..., type]:
 # ------------------------------------------------------------------------------------ functools
 
 
-def _cached_property_setattr(prop: functools.cached_property, name: str, value: object) -> None:
-    """``cached_property.__setattr__``: ``attrname`` goes from unset to None (``__init__``),
-    then once from None to a plain name (``__set_name__``, with the name its class binds)."""
-    if name == "attrname":
-        current = vars(prop).get("attrname", _UNSET)
-        if not (
-            (current is _UNSET and value is None) or (current is None and _is_plain_name(value))
-        ):
-            raise _refuse("a cached_property's attrname")
-    object.__setattr__(prop, name, value)
-
-
-def _cached_property_delattr(prop: functools.cached_property, name: str) -> None:
-    if name == "attrname":
-        raise _refuse("a cached_property's attrname")
-    object.__delattr__(prop, name)
+#: ``cached_property.attrname``: ``__set_name__`` sets it once, with the name its class binds, and
+#: ``__get__`` writes the instance's dict under it.
+_cached_property_setattr, _cached_property_delattr = _written_once(
+    "attrname", "a cached_property's attrname"
+)
 
 
 # --------------------------------------------------------------------------------------- typing
