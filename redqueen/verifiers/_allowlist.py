@@ -348,7 +348,13 @@ ONE_ARGUMENT_NAMES = frozenset({"deepcopy"})
 #: of these keywords, nor with ``**`` (which could carry one). ``collections.namedtuple``'s
 #: ``module`` names the module its class claims to be from, whose globals ``dataclass`` then
 #: writes the class's methods into. (``typing.NamedTuple``'s keywords are fields.)
-REFUSED_KEYWORDS: dict[str, frozenset[str]] = {"namedtuple": frozenset({"module"})}
+#: ``functools.lru_cache``'s ``typed`` (also its second positional argument) puts each
+#: argument's type, and a marker of its own, in the keys of its cache: on a hash collision a
+#: program's ``__eq__`` would be handed the type of an argument the library passed.
+REFUSED_KEYWORDS: dict[str, frozenset[str]] = {
+    "namedtuple": frozenset({"module"}),
+    "lru_cache": frozenset({"typed"}),
+}
 #: Names that are only called on the spot (see :data:`GETTER_NAMES`, :data:`ONE_ARGUMENT_NAMES`,
 #: :data:`REFUSED_KEYWORDS`).
 CALLED_ON_THE_SPOT = GETTER_NAMES | ONE_ARGUMENT_NAMES | frozenset(REFUSED_KEYWORDS)

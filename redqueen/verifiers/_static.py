@@ -202,6 +202,13 @@ class _AllowListChecker(_NameChecker):
                     )
             if name == "namedtuple":
                 self._namedtuple_fields(node)
+            elif name == "lru_cache" and (
+                len(node.args) > 1 or any(isinstance(a, ast.Starred) for a in node.args)
+            ):
+                self._refuse(
+                    RejectReason.BANNED_CALL,
+                    "lru_cache() with more than its maxsize: typed= puts argument types in its keys",
+                )
         self.generic_visit(node)
 
     def _namedtuple_fields(self, node: ast.Call) -> None:

@@ -19,6 +19,7 @@ from ._allowlist import (
     ALLOWED_NODES,
     CALLED_ON_THE_SPOT,
     DEFINABLE_DUNDERS,
+    GETTER_NAMES,
     READ_ONLY_ATTRIBUTES,
     REFUSED_BUILTINS,
     RESERVED_ATTRIBUTES,
@@ -207,7 +208,7 @@ class _NameChecker(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if getattr(node, "type_params", None):
             self._refuse(RejectReason.NOT_LISTED, "syntax not listed: type parameters")
-        self._visit_all(node.decorator_list)
+        self._decorators(node.decorator_list)
         self._arguments_outside(node.args)
         self._visit_all([node.returns])
         self._bind(node.name)
@@ -215,6 +216,16 @@ class _NameChecker(ast.NodeVisitor):
         self._bind_arguments(node.args)
         self._visit_all(node.body)
         self._pop()
+
+    def _decorators(self, decorators: list[ast.expr]) -> None:
+        """A bare decorator (``@lru_cache``, ``@functools.lru_cache``) is called on the spot with
+        the one thing it decorates, so it is no value handed on. (The getters stay refused there:
+        they read an attribute named by their second argument, which a decorator never has.)"""
+        for decorator in decorators:
+            name = getattr(decorator, "id", None) or getattr(decorator, "attr", None)
+            if isinstance(decorator, ast.Name | ast.Attribute) and name not in GETTER_NAMES:
+                self.callees.add(id(decorator))
+        self._visit_all(decorators)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self._arguments_outside(node.args)
@@ -226,7 +237,7 @@ class _NameChecker(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         if node.keywords or getattr(node, "type_params", None):
             self._refuse(RejectReason.NOT_LISTED, f"class {node.name} has keywords (metaclass=)")
-        self._visit_all(node.decorator_list)
+        self._decorators(node.decorator_list)
         self._visit_all(node.bases)
         self._bind(node.name)
         self._push("class")

@@ -273,6 +273,25 @@ NOT_LISTED = {
         "    return repr(collections.namedtuple('P', 'a', **{'module': x}))",
         "namedtuple",
     ),
+    "lru_cache_typed": (
+        "import functools\n@functools.lru_cache(typed=True)\ndef g(n):\n    return n\n"
+        "def f(x):\n    return g(x)",
+        "lru_cache",
+    ),
+    "lru_cache_typed_positional": (
+        "from functools import lru_cache\n@lru_cache(None, True)\ndef g(n):\n    return n\n"
+        "def f(x):\n    return g(x)",
+        "lru_cache",
+    ),
+    "lru_cache_as_a_value": (
+        "import functools\ncached = functools.lru_cache\n@cached(typed=True)\ndef g(n):\n"
+        "    return n\ndef f(x):\n    return g(x)",
+        "lru_cache",
+    ),
+    "getattr_as_a_decorator": (
+        "@getattr\ndef g(n):\n    return n\ndef f(x):\n    return x",
+        "getattr",
+    ),
     "namedtuple_as_a_value": (
         "import collections\nmake = collections.namedtuple\n"
         "def f(x):\n    return repr(make('P', 'a', module=x))",
@@ -374,6 +393,13 @@ def test_what_is_not_listed_is_refused_with_its_name(name):
 
 # Programs as people write them: every one must pass, and run as a valid task.
 ORDINARY = {
+    "lru_cache_decorators": (
+        "import functools\nfrom functools import lru_cache\n@functools.lru_cache\ndef a(n):\n"
+        "    return n if n < 2 else a(n - 1) + a(n - 2)\n@lru_cache(maxsize=None)\ndef b(n):\n"
+        "    return n * 2\n@functools.lru_cache(64)\ndef c(n):\n    return n + 1\n"
+        "def f(n):\n    return a(n), b(n), c(n)",
+        "20",
+    ),
     "sum_squares": ("def f(xs):\n    return sum(x * x for x in xs)", "[1, 2, 3]"),
     "reverse_words": ("def f(s):\n    return ' '.join(reversed(s.split()))", "'hello big world'"),
     "word_counts": (
