@@ -29,6 +29,7 @@ __all__ = [
     "DEFINABLE_DUNDERS",
     "FUTURE_FEATURES",
     "CALLED_ON_THE_SPOT",
+    "CALLER_MODULE_NAMES",
     "GETTER_NAMES",
     "ONE_ARGUMENT_NAMES",
     "READ_ONLY_ATTRIBUTES",
@@ -355,9 +356,19 @@ REFUSED_KEYWORDS: dict[str, frozenset[str]] = {
     "namedtuple": frozenset({"module"}),
     "lru_cache": frozenset({"typed"}),
 }
+#: Callables that take the module their class claims to be from off the frame that calls them:
+#: ``typing.NamedTuple``'s functional form reads its caller's ``__name__``. Called on the spot, the
+#: caller is the program's own code (``__main__``); handed to a library function that calls it
+#: (in a ``partial`` as the ``copy`` of a ``ChainMap``'s first map), the caller was the library's
+#: own frame, and the class's module ``collections``, whose globals ``dataclass`` then wrote the
+#: class's methods into, as ``namedtuple``'s ``module=`` did. As a class's base it is no value
+#: handed on: the class takes the module of its class statement.
+CALLER_MODULE_NAMES = frozenset({"NamedTuple"})
 #: Names that are only called on the spot (see :data:`GETTER_NAMES`, :data:`ONE_ARGUMENT_NAMES`,
-#: :data:`REFUSED_KEYWORDS`).
-CALLED_ON_THE_SPOT = GETTER_NAMES | ONE_ARGUMENT_NAMES | frozenset(REFUSED_KEYWORDS)
+#: :data:`REFUSED_KEYWORDS`, :data:`CALLER_MODULE_NAMES`).
+CALLED_ON_THE_SPOT = (
+    GETTER_NAMES | ONE_ARGUMENT_NAMES | frozenset(REFUSED_KEYWORDS) | CALLER_MODULE_NAMES
+)
 
 #: Syntax a program may use. Not listed: ``with`` (no listed context manager), ``async`` and
 #: ``await``, ``except*``, and type-parameter syntax.

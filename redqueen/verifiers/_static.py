@@ -15,6 +15,7 @@ from ._allowlist import (
     ALLOWED_BUILTINS,
     ALLOWED_MODULES,
     CALLED_ON_THE_SPOT,
+    CALLER_MODULE_NAMES,
     FUTURE_FEATURES,
     ONE_ARGUMENT_NAMES,
     REFUSED_BUILTINS,
@@ -181,6 +182,8 @@ class _AllowListChecker(_NameChecker):
                     continue
                 for part in arg.value.split(".") if name == "attrgetter" else [arg.value]:
                     self._use_attribute(part, store=False)
+        elif name in CALLER_MODULE_NAMES:
+            self.callees.add(id(func))  # called from the program's frame: its module is __main__
         elif name in ONE_ARGUMENT_NAMES:
             self.callees.add(id(func))
             if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):

@@ -18,6 +18,7 @@ from ._allowlist import (
     ALLOWED_ATTRIBUTES,
     ALLOWED_NODES,
     CALLED_ON_THE_SPOT,
+    CALLER_MODULE_NAMES,
     DEFINABLE_DUNDERS,
     GETTER_NAMES,
     READ_ONLY_ATTRIBUTES,
@@ -238,6 +239,10 @@ class _NameChecker(ast.NodeVisitor):
         if node.keywords or getattr(node, "type_params", None):
             self._refuse(RejectReason.NOT_LISTED, f"class {node.name} has keywords (metaclass=)")
         self._decorators(node.decorator_list)
+        for base in node.bases:  # ``class P(typing.NamedTuple)`` takes the module of its statement
+            name = getattr(base, "id", None) or getattr(base, "attr", None)
+            if isinstance(base, ast.Name | ast.Attribute) and name in CALLER_MODULE_NAMES:
+                self.callees.add(id(base))
         self._visit_all(node.bases)
         self._bind(node.name)
         self._push("class")

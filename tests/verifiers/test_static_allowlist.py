@@ -164,6 +164,18 @@ BYPASSES = {
         "P = dataclass(namedtuple('P', 'a', module='os'))\n"
         "def f(x):\n    return repr(P)"
     ),
+    # typing.NamedTuple's functional form takes its class's module from the frame that calls
+    # it: called by ChainMap.copy (through a partial held as a map's copy), the class was of
+    # module collections, and dataclass wrote its methods into collections' globals. This one
+    # passed the allow-list and validation.
+    "named_tuple_module_of_a_library_caller": (
+        "import collections, dataclasses, functools, typing\n"
+        "class Maker:\n    def __init__(self, name):\n"
+        "        self.copy = functools.partial(typing.NamedTuple, name)\n"
+        "        self.maps = None\n"
+        "def f(x):\n    made = collections.ChainMap(Maker(x)).copy().maps[0]\n"
+        "    return repr(dataclasses.dataclass(made))"
+    ),
     # Enum's functional API also builds a class from a dict, __annotations__ included, which
     # dataclass writes into the source it executes.
     "enum_class_from_dict": (
@@ -301,6 +313,15 @@ NOT_LISTED = {
         "import collections, functools\ndef f(x):\n"
         "    return repr(functools.partial(collections.namedtuple, module=x)('P', 'a'))",
         "namedtuple",
+    ),
+    "named_tuple_through_partial": (
+        "import functools, typing\ndef f(x):\n"
+        "    return repr(functools.partial(typing.NamedTuple, x)())",
+        "NamedTuple",
+    ),
+    "named_tuple_mapped": (
+        "from typing import NamedTuple\ndef f(x):\n    return len(list(map(NamedTuple, [x])))",
+        "NamedTuple",
     ),
     "namedtuple_renamed": (
         "from collections import namedtuple as make\ndef f(x):\n    return repr(make('P', 'a'))",
@@ -578,6 +599,13 @@ ORDINARY = {
         "    def total(self):\n        return self.left + self.right\n"
         "def f(a, b):\n    return Row(a)._fields, Pair(a, b).total()",
         "9, 4",
+    ),
+    "typing_named_tuple": (
+        "import typing\nfrom typing import NamedTuple\n"
+        "class Point(NamedTuple):\n    x: int\n    y: int = 0\n"
+        "Row = typing.NamedTuple('Row', [('id', int), ('name', str)])\n"
+        "def f(a, b):\n    return Point(a)._asdict(), tuple(Row(a, b)), Point(a, a).y",
+        "3, 'c'",
     ),
     "recursion_memo": (
         "from functools import lru_cache\n@lru_cache(maxsize=None)\ndef ways(n):\n"
