@@ -63,6 +63,13 @@ def write_peft_folder(
     return folder
 
 
+def _finite_float(value: int | float, where: Path) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{where}: lora_alpha must be a finite number, got {value}") from None
+
+
 def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGenome:
     """Read a PEFT LoRA folder; see :meth:`LoRAGenome.from_peft`.
 
@@ -81,9 +88,23 @@ def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGe
             raise FileNotFoundError(f"PEFT adapter file not found: {p}")
     try:
         cfg = json.loads(cfg_path.read_text())
-        rank, alpha = int(cfg["r"]), float(cfg["lora_alpha"])
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+        rank, alpha = cfg["r"], cfg["lora_alpha"]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, RecursionError) as err:
         raise ValueError(f"{cfg_path}: not a LoRA adapter config ({err})") from None
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise ValueError(f"{cfg_path}: r must be an integer, got {rank!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise ValueError(f"{cfg_path}: lora_alpha must be a number, got {alpha!r}")
+    targets = cfg.get("target_modules")
+    if not (
+        targets is None
+        or isinstance(targets, str)
+        or (isinstance(targets, list) and all(isinstance(t, str) for t in targets))
+    ):
+        raise ValueError(
+            f"{cfg_path}: target_modules must be a list of module names or a pattern, got {targets!r}"
+        )
+    alpha = _finite_float(alpha, cfg_path)
     if cfg.get("peft_type", "LORA") != "LORA":
         raise ValueError(
             f"{cfg_path}: peft_type is {cfg.get('peft_type')!r}, only LORA adapters are genomes"
@@ -100,8 +121,12 @@ def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGe
         tensors = load_file(str(weights_path))
         with safe_open(str(weights_path), framework="pt") as handle:
             order = json.loads((handle.metadata() or {}).get(MODULE_ORDER_KEY, "[]"))
-    except (SafetensorError, OSError, ValueError) as err:
+    except (SafetensorError, OSError, ValueError, RecursionError) as err:
         raise ValueError(f"{weights_path}: unreadable safetensors file ({err})") from None
+    if not (isinstance(order, list) and all(isinstance(name, str) for name in order)):
+        raise ValueError(
+            f"{weights_path}: metadata {MODULE_ORDER_KEY} must be a JSON list of module names"
+        )
     pairs: dict[str, dict[str, Tensor]] = {}
     for key, value in tensors.items():
         match = _KEY.match(key)

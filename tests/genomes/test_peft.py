@@ -142,3 +142,45 @@ def test_rslora_folder_keeps_the_same_update(tmp_path, llama):
     back = LoRAGenome.from_peft(folder)
     name = g.modules[0]
     torch.testing.assert_close(back.delta_weight(name), g.delta_weight(name) * 4**0.5)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("r", "4", "r must be an integer"),
+        ("r", 4.5, "r must be an integer"),
+        ("r", True, "r must be an integer"),
+        ("lora_alpha", "8", "lora_alpha must be a number"),
+        ("lora_alpha", 10**400, "lora_alpha must be a finite number"),
+        ("target_modules", 3, "target_modules must be"),
+        ("target_modules", [1, 2], "target_modules must be"),
+    ],
+)
+def test_from_peft_refuses_config_values_of_the_wrong_type(tmp_path, llama, key, value, message):
+    (g,) = genomes_for(llama, seeds=(0,))
+    folder = g.save_peft(tmp_path / "bad")
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config[key] = value  # int() and float() would have read "4", 4.5 and True as a rank
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=f"adapter_config.json: {message}"):
+        LoRAGenome.from_peft(folder)
+
+
+@pytest.mark.parametrize("order", ["5", "null", "[[1]]", "[" * 100_000 + "]" * 100_000])
+def test_from_peft_refuses_a_module_order_that_is_not_a_list_of_names(tmp_path, llama, order):
+    from safetensors.torch import load_file, save_file
+
+    (g,) = genomes_for(llama, seeds=(0,))
+    folder = g.save_peft(tmp_path / "bad")
+    weights = folder / "adapter_model.safetensors"
+    save_file(load_file(weights), weights, metadata={"format": "pt", "redqueen.modules": order})
+    with pytest.raises(ValueError, match="adapter_model.safetensors"):
+        LoRAGenome.from_peft(folder)
+
+
+def test_from_peft_refuses_a_config_nested_too_deeply(tmp_path, llama):
+    (g,) = genomes_for(llama, seeds=(0,))
+    folder = g.save_peft(tmp_path / "bad")
+    (folder / "adapter_config.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="adapter_config.json: not a LoRA adapter config"):
+        LoRAGenome.from_peft(folder)
