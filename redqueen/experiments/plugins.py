@@ -120,8 +120,10 @@ def import_plugin(spec: str) -> str:
         with _exit_raises():
             importlib.import_module(spec)
         return spec
-    except ValueError:
-        raise
+    except ValueError as error:  # a refusal above, or the plug-in's own (a duplicate name, ...)
+        if str(error).startswith(f"plugin {spec}: "):
+            raise
+        raise ValueError(f"plugin {spec}: cannot import (ValueError: {one_line(error)})") from None
     except _ExitCalled as called:
         raise ValueError(
             f"plugin {spec}: called os._exit({called.code!r}) while being imported"

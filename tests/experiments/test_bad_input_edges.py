@@ -126,6 +126,17 @@ def test_a_plugin_registering_a_non_callable_stops_the_run_before_its_folder(tmp
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_plugin_registering_a_taken_name_is_named(tmp_path):
+    plugin = tmp_path / "taken.py"
+    plugin.write_text(
+        "from redqueen.evo.operators import MUTATIONS\n"
+        "MUTATIONS.register('gaussian')(lambda genome, *, rng: genome)\n"
+    )
+    line = _one_error_line(runner.invoke(app, ["list", "--plugin", str(plugin)]))
+    assert line.startswith(f"plugin {plugin}: cannot import (ValueError: "), line
+    assert "'gaussian' is already registered" in line
+
+
 def test_a_plugin_path_that_is_a_directory_is_named_as_one(tmp_path):
     folder = tmp_path / "plugin.py"
     folder.mkdir()
