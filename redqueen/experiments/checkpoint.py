@@ -288,6 +288,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
 
 def _step_directories(root: Path) -> list[tuple[int, Path]]:
     if not root.is_dir():
+        if os.path.lexists(root):  # a file there would have the run start over, its logs cut
+            raise CheckpointError(f"{root} is not a directory")
         return []
     found = []
     for child in root.iterdir():

@@ -277,6 +277,16 @@ def test_a_refused_resume_with_new_steps_leaves_config_yaml_as_it_was(reference,
     assert _files(copy) == before
 
 
+def test_a_checkpoints_path_that_is_a_file_is_refused_before_the_logs_are_cut(reference, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    shutil.rmtree(copy / "checkpoints")
+    (copy / "checkpoints").write_bytes(b"")  # read as no checkpoint, the run started over
+    before = _files(copy)
+    assert _refused("resume", str(copy), "--no-plots").endswith("checkpoints is not a directory")
+    assert _files(copy) == before
+
+
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [

@@ -99,6 +99,13 @@ def test_partial_checkpoint_is_ignored_and_removed(tmp_path):
     assert latest_checkpoint(tmp_path / "absent") is None
 
 
+def test_a_checkpoints_path_that_is_not_a_directory_is_named(tmp_path):
+    root = tmp_path / "checkpoints"
+    root.write_bytes(b"")  # taken for "no checkpoint yet", a resume started the run over
+    with pytest.raises(CheckpointError, match="checkpoints is not a directory"):
+        latest_checkpoint(root)
+
+
 def test_corrupt_checkpoint_names_the_file(tmp_path):
     root = tmp_path / "checkpoints"
     ckpt = save_checkpoint(root, step=3, state={"a": 1}, offsets={})
