@@ -135,9 +135,18 @@ class RunLogs:
         writes each step's rows exactly once.
         """
         self.close_logs()
-        for check_only in (True, False):  # every log is checked before any is cut
-            for name in LOG_FILES.values():
-                self._cut_log(name, int(offsets.get(name, 0)), check_only=check_only)
+        self.check_logs(offsets)  # every log is checked before any is cut
+        for name in LOG_FILES.values():
+            self._cut_log(name, int(offsets.get(name, 0)), check_only=False)
+
+    def check_logs(self, offsets: Mapping[str, int]) -> None:
+        """Check that every log's first ``offsets`` bytes are whole JSON rows; nothing is cut.
+
+        Raises:
+            RunDirectoryError: Naming the first log that is shorter or damaged.
+        """
+        for name in LOG_FILES.values():
+            self._cut_log(name, int(offsets.get(name, 0)), check_only=True)
 
     def _cut_log(self, name: str, size: int, *, check_only: bool) -> None:
         """Check that the log's first ``size`` bytes are whole JSON rows, or cut it there."""

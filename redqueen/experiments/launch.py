@@ -229,6 +229,7 @@ def resume_run(
         if ckpt is not None:
             _check_settings(ckpt, config, run_dir)
         state = ckpt.load_state() if ckpt is not None else None
+        run_dir.check_logs(ckpt.offsets if ckpt is not None else {})  # before the model loads
         env = plan.build()
         if ckpt is not None and state is not None:
             _restore(env, ckpt, state, run_dir)

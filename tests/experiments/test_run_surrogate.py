@@ -287,6 +287,21 @@ def test_a_checkpoints_path_that_is_a_file_is_refused_before_the_logs_are_cut(re
     assert _files(copy) == before
 
 
+def test_a_damaged_log_is_named_before_the_environment_is_built(reference, tmp_path, caplog):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    metrics = copy / "metrics.jsonl"
+    rows = metrics.read_bytes().split(b"\n")
+    metrics.write_bytes(b"\n".join([rows[0], b"garbage{{{", *rows[1:]]))
+    config = copy / "config.yaml"
+    config.write_text(config.read_text().replace("cpu_threads: 1", "cpu_threads: auto", 1))
+    before = _files(copy)
+    with caplog.at_level("INFO", logger="redqueen"):
+        assert "metrics.jsonl" in _refused("resume", str(copy), "--steps", str(STEPS + 2))
+    assert not caplog.records  # nothing said before the one line (the build's thread note)
+    assert _files(copy) == before
+
+
 @pytest.mark.parametrize(
     ("old", "new", "key"),
     [
