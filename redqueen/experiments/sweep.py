@@ -112,6 +112,10 @@ def condition_name(assignment: Mapping[str, str]) -> str:
     return re.sub(r"[^A-Za-z0-9._=,+-]", "_", text)
 
 
+#: Most seeds a sweep runs per grid point.
+MAX_SEEDS = 10_000
+
+
 def plan_trials(
     source: str, grid: Mapping[str, Sequence[str]], seeds: int, out: Path, overrides: Sequence[str] = ()
 ) -> list[Trial]:
@@ -119,13 +123,15 @@ def plan_trials(
     key or value fails before anything runs.
 
     Raises:
-        ValueError: If ``seeds`` < 1. ConfigError: One line naming the field, for a bad override.
+        ValueError: If ``seeds`` < 1 or > :data:`MAX_SEEDS`. ConfigError: One line naming the field, for a bad override.
     """
     from redqueen.experiments._config_checks import check_config
     from redqueen.experiments.config import load_config
 
     if seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    if seeds > MAX_SEEDS:  # each seed is a run; a mistyped count would plan for ever
+        raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {seeds}")
     keys = list(grid)
     trials = []
     for values in itertools.product(*(grid[k] for k in keys)):

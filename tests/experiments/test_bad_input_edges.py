@@ -176,6 +176,7 @@ def test_eval_model_that_cannot_load_is_named_before_any_log_line(tmp_path, mode
             "--cpus-per-trial: expected a positive number of CPUs, got inf",
         ),
         (["--out", "{taken}"], "--out {taken} is a file, not a sweep directory"),
+        (["--seeds", "99999999999999999999"], "--seeds must be <= 10000, got 99999999999999999999"),
     ],
 )
 def test_sweep_options_are_checked_before_ray_or_any_trial_starts(tmp_path, args, expected):
