@@ -164,6 +164,21 @@ def test_eval_model_that_cannot_load_is_named_before_any_log_line(tmp_path, mode
     assert not out.exists()
 
 
+@pytest.mark.parametrize("option", ["--workers", "--cpu-threads"])
+def test_eval_counts_beyond_the_configurations_range_are_refused(tmp_path, capsys, option):
+    from redqueen.experiments.cli import main
+
+    args = ["eval", "--model", "tiny-coder", "--out", str(tmp_path / "out"), "--limit", "1"]
+    with pytest.raises(SystemExit) as exit_info:  # they failed deep in select() and torch
+        main([*args, option, "99999999999"])
+    assert exit_info.value.code == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: Invalid value for '{option}': Input should be less than or equal to 1024"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

@@ -64,11 +64,14 @@ def eval_command(
     batch_size: int | None = typer.Option(
         None, "--batch-size", min=1, help="Rows per generation call (default: the host's)."
     ),
-    workers: int | None = typer.Option(None, "--workers", min=1, help="Sandbox worker processes."),
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, max=1024, help="Sandbox worker processes."
+    ),  # the ranges of environment.executor.workers and model.cpu_threads
     cpu_threads: int | None = typer.Option(
         None,
         "--cpu-threads",
         min=1,
+        max=1024,
         help="Torch CPU threads (default: the run's model.cpu_threads).",
     ),
     plugins: list[str] | None = typer.Option(
