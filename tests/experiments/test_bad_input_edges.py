@@ -164,6 +164,14 @@ def test_eval_model_that_cannot_load_is_named_before_any_log_line(tmp_path, mode
     assert not out.exists()
 
 
+def test_eval_model_that_is_not_found_is_the_one_line_said(tmp_path):
+    out = tmp_path / "out"
+    args = ["eval", "--model", "no-such-org/no-such-model", "--out", str(out), "--limit", "1"]
+    line = _one_error_line(runner.invoke(app, args))  # the count of models came first
+    assert line.startswith("AdapterHost: cannot load model 'no-such-org/no-such-model'"), line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("option", ["--workers", "--cpu-threads"])
 def test_eval_counts_beyond_the_configurations_range_are_refused(tmp_path, capsys, option):
     from redqueen.experiments.cli import main

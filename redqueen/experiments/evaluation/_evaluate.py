@@ -163,7 +163,6 @@ def evaluate_contestants(
     if not problems:
         raise ValueError(f"benchmark {suite.name}: no problems (limit={limit})")
 
-    _log.info("%s: %d models x %d problems of %s", label, len(contestants), len(problems), suite.name)
     start = time.perf_counter()
     if host is None:
         from redqueen.engine import AdapterHost
@@ -176,6 +175,10 @@ def evaluate_contestants(
             target_modules=section.get("target_modules"),
             backend=section.get("backend", "auto"),
         )
+    # Said once the model has loaded: a model that does not load is the one line said.
+    _log.info(
+        "%s: %d models x %d problems of %s", label, len(contestants), len(problems), suite.name
+    )
     if batch_size is None:
         batch_size = int(getattr(host, "max_batch_size", 32))
     adapter_ids = _load_adapters(host, contestants, genomes)
