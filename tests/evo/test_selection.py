@@ -257,6 +257,13 @@ def test_grid_archive_samples_its_elites_on_a_non_default_grid():
 
 
 @pytest.mark.parametrize("name", sorted(SELECTIONS))
+def test_every_scheme_names_a_member_that_is_not_a_candidate(name):
+    # tournament and rating_lcb raised AttributeError ('int' object has no attribute 'fitness')
+    with pytest.raises(ValueError, match=r"member 7 has no"):
+        select(name, [7, 8], 1, rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("name", sorted(SELECTIONS))
 def test_every_scheme_refuses_an_empty_population_and_a_negative_k(name):
     rng = np.random.default_rng(0)
     for call in (SELECTIONS[name], lambda inds, k, **kw: select(name, inds, k, **kw)):

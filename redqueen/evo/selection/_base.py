@@ -160,9 +160,10 @@ def weighted_values(individuals: Sequence[Candidate]) -> np.ndarray:
     """
     rows = []
     for ind in individuals:
-        if not ind.fitness.valid:
+        fitness = getattr(ind, "fitness", None)  # a member that is not a candidate has none
+        if fitness is None or not fitness.valid:
             raise ValueError(f"selection needs a valid fitness, member {getattr(ind, 'id', ind)!r} has none")
-        rows.append(ind.fitness.wvalues)
+        rows.append(fitness.wvalues)
     if len({len(r) for r in rows}) > 1:
         raise ValueError("selection: members have fitness vectors of different lengths")
     return np.asarray(rows, dtype=float)

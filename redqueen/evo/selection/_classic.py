@@ -66,9 +66,12 @@ def rating_lcb(
     """
     lcb = []
     for ind in individuals:
-        if ind.rating is None:
-            raise ValueError(f"rating_lcb selection: member {ind.id!r} has no rating")
-        lcb.append(conservative_rating(ind.rating[0], ind.rating[1], c))
+        rating = getattr(ind, "rating", None)  # a member that is not a candidate has none
+        if rating is None:
+            raise ValueError(
+                f"rating_lcb selection: member {getattr(ind, 'id', ind)!r} has no rating"
+            )
+        lcb.append(conservative_rating(rating[0], rating[1], c))
     return cycle(best_first(np.asarray(lcb)[:, None]), k)
 
 
