@@ -359,7 +359,11 @@ def export_adapter(
         if target.exists():
             target.rmdir()
         os.replace(staging, target)
-    except BaseException:
+    except BaseException as error:
         shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(error, OSError):  # its own message named the hidden staging folder
+            raise RunDirectoryError(
+                f"export target {target}: cannot write ({error.strerror or error})"
+            ) from None
         raise
     return target

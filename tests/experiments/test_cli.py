@@ -192,6 +192,15 @@ def test_export_bad_input(tmp_path, run_with_population):
     assert not out.exists()
 
 
+def test_export_to_a_place_that_cannot_be_written_names_the_target(tmp_path, run_with_population):
+    run, _ = run_with_population
+    (tmp_path / "file").write_text("keep")
+    out = tmp_path / "file" / "adapter"  # the raw OSError named the hidden staging folder
+    line = _bad(["export", str(run.path), "student-0000", str(out)], f"export target {out}:")
+    assert "cannot write" in line and ".tmp-" not in line
+    assert (tmp_path / "file").read_text() == "keep"
+
+
 def test_export_of_a_tiny_coder_run_loads_from_another_directory(tmp_path, monkeypatch):
     """A run copied from elsewhere names a stale path; the export names this install's tiny-coder."""
     from peft import PeftModel
