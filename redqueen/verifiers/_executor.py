@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import select
 import threading
@@ -21,6 +22,8 @@ _DEFAULTS = ExecutorSettings()
 
 #: Extra seconds the executor waits for a fork server beyond the program's own timeout.
 _SERVER_GRACE = 5.0
+#: The most fork servers one executor starts (each holds a few descriptors and a process).
+MAX_WORKERS = 1024
 #: How far down the queue an idle server looks for a request it may run (see ``_run``).
 _LOOKAHEAD = 64
 
@@ -67,6 +70,7 @@ class Executor:
             here; the code-task executors leave it out because it makes every fork dearer.
 
     Raises:
+        TypeError: If ``workers`` is not an integer.
         ValueError: If an argument is out of range.
     """
 
@@ -81,9 +85,15 @@ class Executor:
         hash_seed: int = 0,
         preload: Sequence[str] = (),
     ) -> None:
-        workers = (os.cpu_count() or 1) if workers is None else workers
-        if int(workers) < 1:
-            raise ValueError(f"Executor: workers must be >= 1, got {workers}")
+        workers = min(os.cpu_count() or 1, MAX_WORKERS) if workers is None else workers
+        try:  # an integer of any kind (numpy's too), never a string, a fraction or a flag
+            if isinstance(workers, bool):
+                raise TypeError
+            workers = operator.index(workers)
+        except TypeError:
+            raise TypeError(f"Executor: workers must be an integer, got {workers!r}") from None
+        if not 1 <= workers <= MAX_WORKERS:
+            raise ValueError(f"Executor: workers must be in [1, {MAX_WORKERS}], got {workers}")
         if not timeout > 0:
             raise ValueError(f"Executor: timeout must be > 0 seconds, got {timeout}")
         if int(memory_mb) < 16:

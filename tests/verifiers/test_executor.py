@@ -128,6 +128,13 @@ def test_bad_arguments_raise_at_the_boundary(executor):
         executor.execute_many([("", "1")], heap_jitter=[1, 2])
     with pytest.raises(ValueError, match="workers"):
         Executor(workers=0)
+    # A string, a fraction or a flag is not a count of servers, and a count past the limit
+    # would start servers until the machine ran out of descriptors.
+    for bad in ("2", 2.5, True):
+        with pytest.raises(TypeError, match="workers must be an integer"):
+            Executor(workers=bad)
+    with pytest.raises(ValueError, match=r"workers must be in \[1, 1024\]"):
+        Executor(workers=99_999_999_999)
     with pytest.raises(ValueError, match="timeout"):
         Executor(timeout=0)
     assert executor.execute_many([]) == []
