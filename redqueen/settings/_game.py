@@ -89,6 +89,10 @@ class StudentRewardSettings(Settings):
     unparseable: float = -1.0
 
 
+#: The most sandbox workers (fork servers) one executor starts.
+MAX_EXECUTOR_WORKERS = 1024
+
+
 class ExecutorSettings(Settings):
     """Sandbox settings of the verifier's executor: at most 1024 workers, an hour a program
     and 1 TiB of memory (a larger value is a typo, or a way to make the sandbox fail).
@@ -99,7 +103,7 @@ class ExecutorSettings(Settings):
         memory_mb: Address-space limit of a program, in MiB.
     """
 
-    workers: int | None = Field(None, ge=1, le=1024)
+    workers: int | None = Field(None, ge=1, le=MAX_EXECUTOR_WORKERS)
     timeout: float = Field(2.0, gt=0, le=3600)
     memory_mb: int = Field(512, ge=16, le=1 << 20)
 

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 
 from redqueen.settings import ExecutorSettings
+from redqueen.settings._game import MAX_EXECUTOR_WORKERS as MAX_WORKERS
 
 from ._reply import CandidateTest, ExecResult, checked_reply
 from ._server import _Server
@@ -22,8 +23,6 @@ _DEFAULTS = ExecutorSettings()
 
 #: Extra seconds the executor waits for a fork server beyond the program's own timeout.
 _SERVER_GRACE = 5.0
-#: The most fork servers one executor starts (each holds a few descriptors and a process).
-MAX_WORKERS = 1024
 #: How far down the queue an idle server looks for a request it may run (see ``_run``).
 _LOOKAHEAD = 64
 

@@ -21,6 +21,7 @@ from redqueen.experiments.evaluation._standalone import evaluate_model
 from redqueen.experiments.evaluation._suite import SUITES, BenchmarkSuite
 from redqueen.experiments.plugins import import_plugin, load_plugins
 from redqueen.experiments.rundir import RunDirectoryError
+from redqueen.settings._game import MAX_EXECUTOR_WORKERS
 
 
 def _fail(message: str) -> typer.Exit:
@@ -65,13 +66,13 @@ def eval_command(
         None, "--batch-size", min=1, help="Rows per generation call (default: the host's)."
     ),
     workers: int | None = typer.Option(
-        None, "--workers", min=1, max=1024, help="Sandbox worker processes."
-    ),  # the ranges of environment.executor.workers and model.cpu_threads
+        None, "--workers", min=1, max=MAX_EXECUTOR_WORKERS, help="Sandbox worker processes."
+    ),
     cpu_threads: int | None = typer.Option(
         None,
         "--cpu-threads",
         min=1,
-        max=1024,
+        max=1024,  # model.cpu_threads' range
         help="Torch CPU threads (default: the run's model.cpu_threads).",
     ),
     plugins: list[str] | None = typer.Option(
