@@ -6,7 +6,9 @@ step (``runs/natural-tiny-snapshots/step-NNNN.pt``, each holding the step it was
 this script scores each kept model, and the final one, with the plan's greedy endpoints:
 the 94 hand-written programs, the first 256 natural and the first 256 grammar programs of the
 corpus's held-out split (code_o, 96 new tokens). The curve says what more tokens at this size
-would buy; it decides nothing.
+would buy; it decides nothing. The snapshots lived outside git and were lost with the CPU run
+at step 610 (amendment (c) of the plan); the five points scored before that are what
+``results/natural_tiny_dose.json`` holds, and this script adds any snapshot it is given.
 
 Writes ``results/natural_tiny_dose.json`` (every per-problem value).
 
