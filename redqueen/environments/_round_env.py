@@ -228,19 +228,6 @@ class RoundEnv(LeagueView, Environment):
         """The replacement settings when none are given: the evolution core's defaults."""
         return ReplacementConfig()
 
-    def check_settings(self, population: PopulationSettings, replacement: ReplacementConfig) -> None:
-        """Refuse settings this environment cannot play with, before anything is built.
-
-        Raises:
-            ValueError: ``"population.<size>: ..."`` when one of :attr:`roles` has no members.
-        """
-        for role in self.roles:
-            if population.size_of(role) < 1:
-                raise ValueError(
-                    f"population.{population.size_field(role)}: {self.name or type(self).__name__} "
-                    f"needs at least one {role}"
-                )
-
     def _found(self, genome: PopulationSettings) -> None:
         """Found the members of every role, their genomes drawn from one seeded generator."""
         init_rng = torch.Generator().manual_seed(generator_seed(self.seed))

@@ -25,6 +25,7 @@ from redqueen._registry import Registry
 if TYPE_CHECKING:
     from redqueen.evo import League
     from redqueen.genomes import LoRAGenome
+    from redqueen.settings import PopulationSettings, ReplacementConfig
 
 
 @dataclass
@@ -93,6 +94,26 @@ class Environment(ABC):
     def close(self) -> None:
         """Release processes and memory (executors, models). Safe to call twice."""
         return None
+
+    @classmethod
+    def check_settings(
+        cls, population: PopulationSettings, replacement: ReplacementConfig | None
+    ) -> None:
+        """Refuse settings this environment cannot play with, before anything is built.
+
+        Called by the constructor, and at load (before the run folder is named or any model
+        loads) with the configuration's sections; ``replacement`` is ``None`` where the
+        environment keeps its own default. This one asks for a member of each of :attr:`roles`.
+
+        Raises:
+            ValueError: ``"population.<size>: ..."`` when one of :attr:`roles` has no members.
+        """
+        for role in cls.roles:
+            if population.size_of(role) < 1:
+                raise ValueError(
+                    f"population.{population.size_field(role)}: {cls.name or cls.__name__} "
+                    f"needs at least one {role}"
+                )
 
 
 @runtime_checkable

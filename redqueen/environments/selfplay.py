@@ -50,7 +50,10 @@ class SelfPlayEnv(RoundEnv):
         """Snapshots only: solo agents are never replaced."""
         return ReplacementConfig(replace_every=0)
 
-    def check_settings(self, population: PopulationSettings, replacement: ReplacementConfig) -> None:
+    @classmethod
+    def check_settings(
+        cls, population: PopulationSettings, replacement: ReplacementConfig | None
+    ) -> None:
         """At least one solo agent, and no replacement.
 
         Raises:
@@ -58,7 +61,7 @@ class SelfPlayEnv(RoundEnv):
         """
         if population.solo < 1:
             raise ValueError("population.solo: selfplay needs at least one solo agent")
-        if replacement.replace_every != 0:
+        if replacement is not None and replacement.replace_every != 0:
             raise ValueError(
                 "evolution.replace_every: the selfplay environment runs independent solo agents "
                 "without replacement; set it to 0"

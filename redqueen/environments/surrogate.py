@@ -146,11 +146,7 @@ class SurrogateEnv(LeagueView, Environment):
         population = population or self.default_population
         match = match or self.default_match
         opts = self.options = options or SurrogateOptions()
-        for role in ROLES:
-            if population.size_of(role) < 1:
-                raise ValueError(
-                    f"population.{population.size_field(role)}: the surrogate needs at least one {role}"
-                )
+        self.check_settings(population, replacement)
         dim = opts.dim
         self.dim, self.n_tasks, self.n_answers = dim, match.tasks_per_teacher, match.answers_per_task
         self.tolerance, self.answer_noise, self.domain = opts.tolerance, opts.answer_noise, opts.domain

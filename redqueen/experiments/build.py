@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from redqueen._registry import UnknownNameError
 from redqueen.environments.base import Environment
 from redqueen.experiments._config_checks import check_config, environment_class
-from redqueen.experiments._wiring import arguments
+from redqueen.experiments._wiring import arguments, inputs
 from redqueen.experiments.config import ConfigError, ExperimentConfig
+from redqueen.settings import PopulationSettings, ReplacementConfig
 
 __all__ = ["EnvironmentPlan", "build_environment", "plan_environment"]
 
@@ -95,7 +96,23 @@ def plan_environment(cfg: ExperimentConfig) -> EnvironmentPlan:
     check_config(cfg)
     _check_backend(cfg)
     cls = environment_class(cfg)
-    return EnvironmentPlan(cfg, cls, arguments(cls, cfg))
+    kwargs = arguments(cls, cfg)
+    _check_settings(cls, kwargs)
+    return EnvironmentPlan(cfg, cls, kwargs)
+
+
+def _check_settings(cls: type[Environment], kwargs: dict[str, object]) -> None:
+    """The environment's own refusals (:meth:`Environment.check_settings`: a role without
+    members, ...) with the sections it will be given, before any model loads."""
+    sections = [kwargs[item.name] for item in inputs(cls) if item.kind == "section"]
+    population = next((s for s in sections if isinstance(s, PopulationSettings)), None)
+    replacement = next((s for s in sections if isinstance(s, ReplacementConfig)), None)
+    if population is None:
+        return
+    try:
+        cls.check_settings(population, replacement)
+    except ValueError as error:
+        raise ConfigError(" ".join(str(error).split())) from None
 
 
 def build_environment(cfg: ExperimentConfig) -> Environment:

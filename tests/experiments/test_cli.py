@@ -64,6 +64,26 @@ def test_a_setup_failure_while_building_is_one_line(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize(
+    ("preset", "override", "match"),
+    [
+        ("surrogate", "population.teachers=0", "population.teachers: SurrogateEnv needs"),
+        ("game-ladder", "population.students=0", "population.students: GamesEnv needs"),
+        ("tiny", "population.students=0", "population.students: CoevolutionEnv needs"),
+        ("tiny-selfplay", "population.solo=0", "population.solo: selfplay needs"),
+        ("tiny-selfplay", "evolution.replace_every=2", "evolution.replace_every: the selfplay"),
+    ],
+)
+def test_settings_the_environment_refuses_are_the_one_line_said(tmp_path, preset, override, match):
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["run", preset, "--out", str(out), "--set", override])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert result.stdout == ""  # no "run folder ..." line before the refusal
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and match in lines[0], result.stderr
+    assert not out.exists()
+
+
 def test_cuda_without_a_cuda_device_is_named_before_the_model_loads(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")

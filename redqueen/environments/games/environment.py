@@ -135,10 +135,7 @@ class GamesEnv(LeagueView, Environment):
         population = population or self.default_population
         match = match or self.default_match
         opts = self.options = options or GamesOptions()
-        for role in ROLES:
-            if population.size_of(role) < 1:
-                field = population.size_field(role)
-                raise ValueError(f"population.{field}: must be >= 1, got {population.size_of(role)}")
+        self.check_settings(population, replacement)
         self.game = game if game is not None else GAMES[opts.game](**opts.game_params)
         self.game_name = next(
             (n for n, cls in GAMES.items() if type(self.game) is cls), type(self.game).__name__
