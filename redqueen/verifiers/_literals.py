@@ -20,9 +20,10 @@ __all__ = ["LiteralParseError", "literal_equal", "parse_args", "parse_literal", 
 MAX_LITERAL_CHARS = 100_000
 #: Text that may denote a value with no literal form: an int in base 2, 8 or 16 (the only form
 #: in which a literal denotes an int longer than the interpreter writes in decimal,
-#: ``sys.get_int_max_str_digits``), a float with an exponent or 309 digits (``1e999`` is
-#: ``inf``, whose repr is not a literal), or ``...`` (whose repr is ``Ellipsis``).
-_MAY_LACK_A_FORM = re.compile(r"0[xXoObB]|\d[eE]|\d{309}|\.\.\.")
+#: ``sys.get_int_max_str_digits``), a float with an exponent or 309 digits (``1e999`` and
+#: ``1.e999`` are ``inf``, whose repr is not a literal), or ``...`` (whose repr is
+#: ``Ellipsis``). Searched in the text without underscores, which may split a number's digits.
+_MAY_LACK_A_FORM = re.compile(r"0[xXoObB]|\d\.?[eE]|\d{309}|\.\.\.")
 #: Bits past which an int may be too long to write in decimal (4,300 digits, the default limit).
 _LONG_INT_BITS = 14_000
 
@@ -99,7 +100,7 @@ def _check_writable(value: object, text: str) -> None:
     one (a canonical input, the round trip of a gold output) can: ``0x`` and 4,000 digits is an
     int too long to write in decimal (its ``repr`` raises), ``1e999`` is ``inf`` and ``...`` is
     ``Ellipsis`` (their ``repr`` is not a literal)."""
-    if _MAY_LACK_A_FORM.search(text) is None:
+    if _MAY_LACK_A_FORM.search(text.replace("_", "")) is None:
         return
     stack = [value]
     while stack:

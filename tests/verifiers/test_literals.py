@@ -89,9 +89,22 @@ def test_an_int_too_long_to_write_in_decimal_is_not_a_literal():
     assert parse_args("0b101, 0o7") == ((5, 7), {})
 
 
-@pytest.mark.parametrize("text", ["1e999", "[1, -1e999]", "{'a': 2e400j}", "1" * 400 + ".0", "..."])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1e999",
+        "[1, -1e999]",
+        "{'a': 2e400j}",
+        "1" * 400 + ".0",
+        "...",
+        "1.e999",
+        "[1., -2.E999j]",
+        "1_" * 400 + "1.0",
+    ],
+)
 def test_a_value_whose_repr_is_not_a_literal_is_not_a_literal(text):
-    # 1e999 parses to inf and ... to Ellipsis, whose reprs ('inf', 'Ellipsis') do not parse.
+    # 1e999 parses to inf and ... to Ellipsis, whose reprs ('inf', 'Ellipsis') do not parse; so
+    # do an exponent after a bare point and digits split by underscores.
     with pytest.raises(LiteralParseError):
         parse_literal(text)
     assert parse_literal(repr(text)) == text and parse_literal("1e300") == 1e300
