@@ -273,8 +273,8 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     try:
         ckpt = Checkpoint(
             path,
-            int(meta["step"]),
-            {str(k): int(v) for k, v in meta["offsets"].items()},
+            _count(meta["step"]),
+            {str(k): _count(v) for k, v in meta["offsets"].items()},
             dict(meta.get("extra", {})),
             int(meta["format"]),
             {str(k): str(v) for k, v in meta.get("sha256", {}).items()},
@@ -284,6 +284,13 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     if ckpt.format == CHECKPOINT_FORMAT and set(ckpt.digests) != {STATE_FILE, TENSORS_FILE}:
         raise CheckpointError(f"{meta_path}: missing the SHA-256 of {STATE_FILE} and {TENSORS_FILE}")
     return ckpt
+
+
+def _count(value: object) -> int:
+    """A step or byte offset of ``meta.json``: an integer >= 0, never a string, fraction or bool."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+    return value
 
 
 def _step_directories(root: Path) -> list[tuple[int, Path]]:

@@ -117,6 +117,20 @@ def test_corrupt_checkpoint_names_the_file(tmp_path):
         latest_checkpoint(root)
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("offsets", {"metrics.jsonl": -5}), ("offsets", {"metrics.jsonl": "12"}), ("step", -4), ("step", 2.5)],
+)
+def test_a_negative_or_non_integer_step_or_offset_names_meta_json(tmp_path, key, value):
+    root = tmp_path / "checkpoints"
+    ckpt = save_checkpoint(root, step=3, state={"a": 1}, offsets={"metrics.jsonl": 10})
+    meta = json.loads((ckpt.path / "meta.json").read_text())
+    meta[key] = value  # -5 was read as a length and failed naming no file
+    (ckpt.path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"meta.json: missing or malformed step/offsets"):
+        latest_checkpoint(root)
+
+
 def test_write_population_replaces_the_folder(tmp_path):
     from redqueen.genomes import LoRAGenome
 
