@@ -53,7 +53,8 @@ class LoRAGenome:
 
     Raises:
         TypeError: If ``factors`` is not a mapping, a module's value is not an ``(A, B)`` pair
-            of torch tensors, or the rank or alpha is not a number.
+            of torch tensors, the rank or alpha is not a number, or ``base_model`` is neither a
+            string nor None.
         ValueError: If there are no modules, the rank or alpha is not positive, or factors have
             the wrong rank, are not 2-D or not floating point, or differ in dtype or device.
     """
@@ -69,6 +70,10 @@ class LoRAGenome:
         base_model: str | None = None,
     ) -> None:
         _check_rank_alpha(rank, alpha, "LoRAGenome")
+        if base_model is not None and not isinstance(base_model, str):
+            raise TypeError(
+                f"LoRAGenome: base_model must be a string or None, got {type(base_model).__name__}"
+            )
         if not isinstance(factors, Mapping):
             raise TypeError(
                 f"LoRAGenome: factors must be a mapping of module name -> (A, B), got {type(factors).__name__}"

@@ -93,8 +93,15 @@ def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGe
         raise ValueError(f"{cfg_path}: not a LoRA adapter config ({err})") from None
     if isinstance(rank, bool) or not isinstance(rank, int):
         raise ValueError(f"{cfg_path}: r must be an integer, got {rank!r}")
+    if rank < 1:
+        raise ValueError(f"{cfg_path}: r must be a positive integer, got {rank}")
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
         raise ValueError(f"{cfg_path}: lora_alpha must be a number, got {alpha!r}")
+    base = cfg.get("base_model_name_or_path")
+    if base is not None and not isinstance(base, str):
+        raise ValueError(
+            f"{cfg_path}: base_model_name_or_path must be a string or null, got {base!r}"
+        )
     targets = cfg.get("target_modules")
     if not (
         targets is None
@@ -105,6 +112,8 @@ def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGe
             f"{cfg_path}: target_modules must be a list of module names or a pattern, got {targets!r}"
         )
     alpha = _finite_float(alpha, cfg_path)
+    if not math.isfinite(alpha) or alpha <= 0:
+        raise ValueError(f"{cfg_path}: lora_alpha must be a positive number, got {alpha}")
     if cfg.get("peft_type", "LORA") != "LORA":
         raise ValueError(
             f"{cfg_path}: peft_type is {cfg.get('peft_type')!r}, only LORA adapters are genomes"
@@ -144,9 +153,7 @@ def read_peft_folder(path: str | Path, genome_class: type[LoRAGenome]) -> LoRAGe
             )
         factors[module] = (pair["A"], pair["B"])
     try:
-        return genome_class(
-            factors, rank=rank, alpha=alpha, base_model=cfg.get("base_model_name_or_path")
-        )
+        return genome_class(factors, rank=rank, alpha=alpha, base_model=base)
     except ValueError as err:
         raise ValueError(f"{weights_path}: {err}") from None
 

@@ -141,6 +141,12 @@ def test_factors_that_are_not_torch_tensors_are_a_type_error_naming_the_module()
         LoRAGenome({"m": (torch.zeros(2, 4), torch.zeros(4, 2))}, rank=float("nan"), alpha=4)
 
 
+@pytest.mark.parametrize("base_model", [5, ["a"], b"a"])
+def test_a_base_model_that_is_not_a_string_is_a_type_error(base_model):
+    with pytest.raises(TypeError, match=r"^LoRAGenome: base_model must be a string or None"):
+        LoRAGenome({"m": (torch.zeros(2, 4), torch.zeros(4, 2))}, rank=2, alpha=4, base_model=base_model)
+
+
 def test_random_refuses_what_is_not_a_torch_generator():
     import numpy as np
 

@@ -154,6 +154,13 @@ def test_rslora_folder_keeps_the_same_update(tmp_path, llama):
         ("lora_alpha", 10**400, "lora_alpha must be a finite number"),
         ("target_modules", 3, "target_modules must be"),
         ("target_modules", [1, 2], "target_modules must be"),
+        ("r", 0, "r must be a positive integer"),
+        ("r", -4, "r must be a positive integer"),
+        ("lora_alpha", 0, "lora_alpha must be a positive number"),
+        ("lora_alpha", -8.0, "lora_alpha must be a positive number"),
+        ("lora_alpha", float("nan"), "lora_alpha must be a positive number"),
+        ("base_model_name_or_path", 5, "base_model_name_or_path must be a string or null"),
+        ("base_model_name_or_path", ["m"], "base_model_name_or_path must be a string or null"),
     ],
 )
 def test_from_peft_refuses_config_values_of_the_wrong_type(tmp_path, llama, key, value, message):
