@@ -172,6 +172,21 @@ def test_eval_model_that_is_not_found_is_the_one_line_said(tmp_path):
     assert not out.exists()
 
 
+def test_eval_adapter_that_does_not_fit_the_model_is_the_one_line_said(tmp_path):
+    import torch
+
+    from redqueen.genomes import LoRAGenome
+
+    adapter = tmp_path / "mlp-adapter"
+    LoRAGenome({"layers.0": (torch.zeros(2, 4), torch.zeros(4, 2))}, rank=2, alpha=4).save_peft(adapter)
+    out = tmp_path / "out"
+    args = ["eval", "--model", "tiny-coder", "--adapter", str(adapter), "--out", str(out)]
+    args += ["--benchmark", "code_output", "--limit", "1"]
+    line = _one_error_line(runner.invoke(app, args))  # the count of models came first
+    assert line.startswith(f"{adapter}: adapter does not fit the base model"), line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("option", ["--workers", "--cpu-threads"])
 def test_eval_counts_beyond_the_configurations_range_are_refused(tmp_path, capsys, option):
     from redqueen.experiments.cli import main

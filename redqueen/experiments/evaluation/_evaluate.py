@@ -175,13 +175,14 @@ def evaluate_contestants(
             target_modules=section.get("target_modules"),
             backend=section.get("backend", "auto"),
         )
-    # Said once the model has loaded: a model that does not load is the one line said.
-    _log.info(
-        "%s: %d models x %d problems of %s", label, len(contestants), len(problems), suite.name
-    )
     if batch_size is None:
         batch_size = int(getattr(host, "max_batch_size", 32))
     adapter_ids = _load_adapters(host, contestants, genomes)
+    # Said once the model and its adapters have loaded: a model that does not load, or an
+    # adapter that does not fit it, is the one line said.
+    _log.info(
+        "%s: %d models x %d problems of %s", label, len(contestants), len(problems), suite.name
+    )
     prompts, truncated, max_new_tokens = _prompts(host, suite, problems)
     if cpu_threads is None:
         cpu_threads = section.get("cpu_threads")
