@@ -123,7 +123,9 @@ def plan_trials(
     key or value fails before anything runs.
 
     Raises:
-        ValueError: If ``seeds`` < 1 or > :data:`MAX_SEEDS`. ConfigError: One line naming the field, for a bad override.
+        ValueError: If ``seeds`` < 1 or > :data:`MAX_SEEDS`, ``seed`` is in the grid or the
+            overrides (each trial's seed is its own), or two grid points would share a folder.
+            ConfigError: One line naming the field, for a bad override.
     """
     from redqueen.experiments._config_checks import check_config
     from redqueen.experiments.config import load_config
@@ -132,11 +134,22 @@ def plan_trials(
         raise ValueError(f"--seeds must be >= 1, got {seeds}")
     if seeds > MAX_SEEDS:  # each seed is a run; a mistyped count would plan for ever
         raise ValueError(f"--seeds must be <= {MAX_SEEDS}, got {seeds}")
+    # Each trial's seed= comes last and would silently replace the grid's or --set's.
+    if "seed" in grid:
+        raise ValueError("--grid seed: a sweep runs seeds 0..N-1 at every grid point; use --seeds")
+    if any(o.partition("=")[0].strip() == "seed" for o in overrides):
+        raise ValueError("--set seed: a sweep runs seeds 0..N-1 at every grid point; use --seeds")
     keys = list(grid)
     trials = []
+    points: dict[str, dict[str, str]] = {}
     for values in itertools.product(*(grid[k] for k in keys)):
         assignment = dict(zip(keys, values, strict=True))
         name = condition_name(assignment)
+        if name in points:  # a value given twice, or two that differ only where a folder cannot
+            given = ", ".join(f"{k}={v}" for k, v in assignment.items())
+            taken = ", ".join(f"{k}={v}" for k, v in points[name].items())
+            raise ValueError(f"--grid: {taken} and {given} would share the folder {name}")
+        points[name] = assignment
         for seed in range(seeds):
             applied = (*overrides, *(f"{k}={v}" for k, v in assignment.items()), f"seed={seed}")
             check_config(load_config(source, list(applied)))

@@ -215,6 +215,15 @@ def test_eval_counts_beyond_the_configurations_range_are_refused(tmp_path, capsy
         ),
         (["--out", "{taken}"], "--out {taken} is a file, not a sweep directory"),
         (["--seeds", "99999999999999999999"], "--seeds must be <= 10000, got 99999999999999999999"),
+        (  # both trials took the one folder: a traceback, the second found it locked
+            ["--grid", "population.rank=2,2"],
+            "--grid: population.rank=2 and population.rank=2 would share the folder population.rank=2",
+        ),
+        (  # each trial's seed replaced it: two conditions, the same runs
+            ["--grid", "seed=1,2"],
+            "--grid seed: a sweep runs seeds 0..N-1 at every grid point; use --seeds",
+        ),
+        (["--set", "seed=3"], "--set seed: a sweep runs seeds 0..N-1 at every grid point; use --seeds"),
     ],
 )
 def test_sweep_options_are_checked_before_ray_or_any_trial_starts(tmp_path, args, expected):

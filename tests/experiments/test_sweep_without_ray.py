@@ -63,7 +63,7 @@ def test_another_sweep_in_a_sweep_directory_is_refused_and_changes_nothing(tmp_p
     first = runner.invoke(app, ["sweep", "surrogate", "--out", str(out), "--no-plots", *SMALL])
     assert first.exit_code == 0, first.output
     before = _files(out)
-    for other in (["--grid", "evolution.selection=truncation"], ["--set", "seed=3"]):
+    for other in (["--grid", "evolution.selection=truncation"], ["--set", "evolution.grace=1"]):
         result = runner.invoke(
             app, ["sweep", "surrogate", "--out", str(out), "--no-plots", *SMALL, *other]
         )
