@@ -36,6 +36,9 @@ from redqueen.experiments.snapshots import SnapshotMember, read_snapshots
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+#: Most matches per cell: every match of the matrix is planned before the first is played.
+MAX_PAIRS = 10_000
+
 #: Seat of each role in a CIAO match: (proposer roles, solver roles) per kind of run.
 _SEATS = ((("teacher",), ("student",)), (("solo",), ("solo",)))
 
@@ -87,13 +90,20 @@ def ciao_matrix(
 
     Raises:
         ValueError: Naming the file or field: not a run directory, no snapshots, unreadable
-            adapters, a configuration that no longer validates or builds.
+            adapters, a configuration that no longer validates or builds; or ``pairs`` outside
+            1 .. :data:`MAX_PAIRS`.
+        TypeError: If ``pairs`` or ``seed`` is not an integer.
     """
     from redqueen.environments.base import MatchPlayer
     from redqueen.experiments._run_config import load_run_config
     from redqueen.experiments.build import build_environment
     from redqueen.experiments.rundir import RunDirectory
 
+    for name, value in (("pairs", pairs), ("seed", seed)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise TypeError(f"ciao_matrix: {name} must be an integer, got {type(value).__name__}")
+    if pairs is not None and not 1 <= pairs <= MAX_PAIRS:  # -1 played no match: a NaN matrix
+        raise ValueError(f"ciao_matrix: pairs must be from 1 to {MAX_PAIRS}, got {pairs}")
     run_dir = RunDirectory(run_path)
     config = load_run_config(run_dir, trust_remote=trust_remote)  # walks the directory first
     snapshots = read_snapshots(run_dir.path)
@@ -203,7 +213,7 @@ def ciao_command(
         ..., help="Run directory with snapshots/ (evolution.snapshot_every > 0)."
     ),
     pairs: int | None = typer.Option(
-        None, "--pairs", min=1, help="Matches per cell (default: one per member)."
+        None, "--pairs", min=1, max=MAX_PAIRS, help="Matches per cell (default: one per member)."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed of the matches."),
     trust_remote: bool = typer.Option(

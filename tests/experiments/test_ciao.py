@@ -66,3 +66,26 @@ def test_ciao_plays_every_snapshot_against_every_other(tmp_path):
     assert (
         empty.exit_code == 2 and "no snapshots" in empty.output and "Traceback" not in empty.output
     )
+
+
+def test_pairs_outside_its_range_is_refused_before_any_match_is_planned(tmp_path, capsys):
+    import pytest
+
+    from redqueen.experiments.ciao import MAX_PAIRS, ciao_matrix
+    from redqueen.experiments.cli import main
+
+    out = tmp_path / "run"
+    _run(out)
+    # 10**14 planned a list of matches until memory ran out; -1 played none, a NaN matrix.
+    with pytest.raises(SystemExit) as exit_info:
+        main(["ciao", str(out), "--pairs", str(10**14)])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: Invalid value for '--pairs': Input should be less than or equal to {MAX_PAIRS}"
+    ]
+    for pairs in (-1, 0, MAX_PAIRS + 1):
+        with pytest.raises(ValueError, match=f"pairs must be from 1 to {MAX_PAIRS}, got {pairs}"):
+            ciao_matrix(out, pairs=pairs)
+    with pytest.raises(TypeError, match="pairs must be an integer, got float"):
+        ciao_matrix(out, pairs=2.5)
+    assert not (out / "ciao.json").exists()
