@@ -280,6 +280,18 @@ def _resolve(source: str | Path, seen: tuple[str, ...] = ()) -> tuple[dict[str, 
     return _merge(base_data, data), label
 
 
+def override_value(raw: str) -> object:
+    """The value of one ``key=value`` override: YAML, or the text itself where it is not YAML
+    (or is a document too big for a setting, :func:`redqueen.experiments._yaml.safe_load`);
+    an empty text is ``None``."""
+    if not raw.strip():
+        return None
+    try:
+        return safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+
+
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """Apply dotted ``key=value`` overrides to raw configuration data.
 
@@ -295,10 +307,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
             raise ConfigError(f"override {item!r}: expected dotted key=value, e.g. steps=2")
-        try:
-            value = safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError:
-            value = raw
+        value = override_value(raw)
         parts = key.split(".")
         node: dict[str, Any] = result
         for depth, part in enumerate(parts[:-1]):

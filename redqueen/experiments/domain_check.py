@@ -171,8 +171,7 @@ def domain_check_command(
 ) -> None:
     """Run a domain's parse -> validate -> solve prompt -> check on its seed examples and on
     given texts, printing each stage's result; no model is loaded."""
-    import yaml
-
+    from redqueen.experiments.config import override_value
     from redqueen.experiments.plugins import import_plugin, load_plugins, one_line
 
     settings: dict[str, object] = {}
@@ -181,14 +180,14 @@ def domain_check_command(
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
                 raise ValueError(f"--param {item!r}: expected KEY=VALUE")
-            settings[key.strip()] = yaml.safe_load(value)
+            settings[key.strip()] = override_value(value)  # as --set reads its values
         load_plugins()
         for spec in plugins or ():
             import_plugin(spec)
         name = resolve_domain(domain, import_plugin=import_plugin)
         lines = list(check_domain(name, params=settings, texts=text or (), answers=answer or (),
                                   task_types=task_type or ()))
-    except (ValueError, KeyError, OSError, yaml.YAMLError) as error:
+    except (ValueError, KeyError, OSError) as error:
         typer.echo(f"error: {' '.join(one_line(error).split())}", err=True)
         raise typer.Exit(2) from None
     for line in lines:

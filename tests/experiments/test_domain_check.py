@@ -56,3 +56,20 @@ def test_bad_input_is_one_line_and_exit_2(args, named):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and named in lines[0] and "Traceback" not in result.output
+
+
+_LAUGHS = "[&a [1,1,1,1,1,1,1,1,1], " + ", ".join(
+    f"&{name} [{', '.join([f'*{prev}'] * 9)}]" for prev, name in zip("abcdefg", "bcdefgh", strict=True)
+) + "]"
+
+
+@pytest.mark.parametrize(("value", "named"), [
+    (_LAUGHS, "(got '[&a [1,1,1"),  # 9**8 numbers: the line said them all, 157 MB
+    ("[1", "(got '[1')"),  # invalid YAML: a parser's message that named no setting
+])
+def test_a_param_is_read_as_set_reads_a_value(value, named):
+    result = cli.invoke(app, ["domain", "check", "code", "--param", f"max_source_chars={value}"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and len(lines[0]) < 2_000, lines[0][:300]
+    assert lines[0].startswith("error: domain_params.max_source_chars: ") and named in lines[0]
