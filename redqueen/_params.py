@@ -184,10 +184,17 @@ def check_params(model: type[BaseModel] | None, params: Mapping[str, object]) ->
             raise ParameterError(key, "required parameter is missing") from None
         message = first["msg"].removeprefix("Value error, ")
         raise ParameterError(
-            key, f"{message[:1].lower()}{message[1:]} (got {first.get('input')!r})"
+            key, f"{message[:1].lower()}{message[1:]} (got {shown_value(first.get('input'))})"
         ) from None
     given = validated.model_dump(exclude_unset=True)
     return {key: given.get(key, value) for key, value in params.items()}
+
+
+def shown_value(value: object) -> str:
+    """``repr(value)`` for an error message, cut to its start when long, so that a value pasted
+    by mistake stays a line: ``'xxx...' (100002 characters)``."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
 _BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))

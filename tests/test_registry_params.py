@@ -33,6 +33,8 @@ def test_typed_signature_declares_parameters_ranges_and_defaults():
     assert _error(reg, "scaled", {"scal": 2}) == "scal: unknown parameter (known: scale, steps)"
     assert _error(reg, "scaled", {"scale": 0}).startswith("scale: input should be greater than 0")
     assert _error(reg, "scaled", {"steps": 1.5}).startswith("steps: input should be a valid integer")
+    pasted = _error(reg, "scaled", {"steps": "x" * 100_000})  # once, every character of it
+    assert pasted.endswith(f"(got '{'x' * 59}... (100002 characters))"), pasted[:200]
     assert reg.describe_params("scaled") == ["scale: float = 1.0 (> 0)", "steps: int = 3"]
 
 

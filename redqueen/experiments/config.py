@@ -28,6 +28,7 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from redqueen._params import shown_value
 from redqueen._registry import Registry
 from redqueen.experiments._yaml import MAX_BYTES, safe_load
 from redqueen.settings import (
@@ -359,10 +360,7 @@ def _describe(error: ValidationError) -> str:
         # Section validators name the field inside the section: "operators.x: ...".
         return f"{loc}.{message}" if first["loc"] else message
     value = first.get("input")
-    text = repr(value)
-    if len(text) > 80:  # a value pasted by mistake stays a line
-        text = f"{text[:60]}... ({len(text)} characters)"
-    shown = "" if isinstance(value, Mapping) else f" (got {text})"
+    shown = "" if isinstance(value, Mapping) else f" (got {shown_value(value)})"
     return f"{loc}: {message}{shown}"
 
 
