@@ -86,7 +86,8 @@ def export_table(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
     """Write :func:`load_runs`'s table to ``out``: CSV for ``.csv``, Parquet for ``.parquet``.
 
     Raises:
-        ValueError: One line, for another suffix, or Parquet without pyarrow installed.
+        ValueError: One line, for another suffix, Parquet without pyarrow installed, or an
+            ``out`` inside one of the run directories read (their files are the runs' records).
     """
     target = Path(out)
     suffix = target.suffix.lower()
@@ -98,6 +99,13 @@ def export_table(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike
         except ImportError:
             raise ValueError(f"{target}: Parquet needs pyarrow (pip install 'redqueen[parquet]'); a .csv needs nothing") from None
     table = load_runs(paths)
+    inside = target.resolve().parents
+    for run in dict.fromkeys(table["run"]):
+        if Path(run).resolve() in inside:  # --out run/lineage.csv replaced the run's lineage
+            raise ValueError(
+                f"{target}: inside run directory {run}, whose files are its records; "
+                "write the table elsewhere"
+            )
     if suffix == ".csv":
         data = table.to_csv(index=False).encode()
     else:

@@ -158,3 +158,17 @@ def test_export_table_writes_csv_and_parquet(tmp_path):
         assert result.exit_code == 0 and len(pd.read_parquet(parquet)) == 12
     bad = cli.invoke(app, ["export-table", str(dirs[0]), "--out", str(tmp_path / "t.xlsx")])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_export_table_into_a_run_it_reads_is_refused_and_the_run_kept(tmp_path):
+    dirs, _, _ = _paired_study(tmp_path / "study", n=2)
+    run = dirs[0] / "seed0"
+    (run / "lineage.csv").write_text("id,name\n0,teacher-0000\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    for out in (run / "lineage.csv", run / "table.csv"):  # lineage.csv was replaced by the table
+        result = cli.invoke(app, ["export-table", str(dirs[0]), "--out", str(out)])
+        assert result.exit_code == 2, result.output
+        lines = result.stderr.strip().splitlines()
+        assert lines == [f"error: {out}: inside run directory {run}, whose files are its records; "
+                         "write the table elsewhere"]
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
