@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -30,11 +30,12 @@ class EngineSettings(Settings):
             measured as the run starts (``redqueen.experiments._cpu``), and warns when none is.
     """
 
-    name: str = DEFAULT_MODEL
+    # An empty name or module was found only when the model loaded, after the run had begun.
+    name: str = Field(DEFAULT_MODEL, min_length=1)
     backend: str = "auto"
     device: str = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] | None = None
-    target_modules: tuple[str, ...] | None = Field(None, min_length=1)
+    target_modules: tuple[Annotated[str, Field(min_length=1)], ...] | None = Field(None, min_length=1)
     cpu_threads: int | Literal["auto"] | None = None
 
     @field_validator("cpu_threads", mode="before")
@@ -67,7 +68,7 @@ class ClusterSettings(Settings):
     """
 
     workers: int = Field(0, ge=0, le=1024)
-    ray_address: str | None = None
+    ray_address: str | None = Field(None, min_length=1)
     cpus_per_worker: float = Field(1.0, ge=0, le=1024)
     gpus_per_worker: float | None = Field(None, ge=0, le=64)
     placement: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"

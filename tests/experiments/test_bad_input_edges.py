@@ -36,12 +36,20 @@ def _one_error_line(result) -> str:
             "learner.betas: Input should be two numbers, not true/false",
         ),
         ("model.target_modules=[]", "model.target_modules: Tuple should have at least 1 item"),
+        # Empty names: found when the model loaded, after the run folder's line.
+        ("model.name=''", "model.name: String should have at least 1 character (got '')"),
+        (
+            "model.target_modules=[q_proj, '']",
+            "model.target_modules.1: String should have at least 1 character (got '')",
+        ),
+        ("engine.ray_address=''", "engine.ray_address: String should have at least 1 character"),
     ],
 )
 def test_settings_the_model_would_refuse_later_exit_2_at_load(tmp_path, override, expected):
     out = tmp_path / "runs" / "bad"
     result = runner.invoke(app, ["run", "tiny", "--set", override, "--out", str(out), "--no-plots"])
     assert expected in _one_error_line(result)
+    assert result.stdout == ""  # no run folder's line before it
     assert not (tmp_path / "runs").exists()
 
 
