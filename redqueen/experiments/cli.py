@@ -185,14 +185,14 @@ def run_command(
     """Start an experiment and write its run directory."""
     from redqueen.experiments.build import plan_environment
     from redqueen.experiments.config import load_config
-    from redqueen.experiments.launch import start_run
+    from redqueen.experiments.launch import check_run_target, start_run
 
     with bad_input_exits(starting=True):
         load_plugins(shipped=False)  # before the config: it may name a plug-in's domain, ...
         recorded = [import_plugin(spec) for spec in plugins or ()]
         config = load_config(preset_or_yaml, list(overrides or ()))
         plan = plan_environment(config)  # bad input is one line, with no first line before it
-        target = out if out is not None else _default_out(preset_or_yaml)
+        target = check_run_target(out if out is not None else _default_out(preset_or_yaml))
         typer.echo(first_line(target, config.logging))  # before the model loads
         runner = start_run(config, target, plots=plots, plugins=recorded, plan=plan)
     _drive(runner)

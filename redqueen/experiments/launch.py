@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from redqueen.experiments.build import EnvironmentPlan
     from redqueen.experiments.config import ExperimentConfig
 
-__all__ = ["resume_run", "start_run"]
+__all__ = ["check_run_target", "resume_run", "start_run"]
 
 _log = logging.getLogger("redqueen.experiments.runner")
 
@@ -105,6 +105,25 @@ def _monitor(
     )
 
 
+def check_run_target(out: str | os.PathLike[str]) -> Path:
+    """``out`` as the path of a new run directory: absent or an empty folder, with no file where
+    one of its folders should be.
+
+    Raises:
+        RunError: If ``out`` exists and is not an empty folder, or a file stands where a folder
+            above it should be.
+    """
+    target = Path(out)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise RunError(f"run directory {target} already exists and is not empty")
+    for parent in target.parents:  # the nearest one that exists must be a folder
+        if parent.exists():
+            if not parent.is_dir():
+                raise RunError(f"cannot create {target}: {parent} is not a directory")
+            break
+    return target
+
+
 def start_run(
     config: ExperimentConfig,
     out: str | os.PathLike[str],
@@ -136,9 +155,7 @@ def start_run(
 
     if plan is None:
         plan = plan_environment(config)  # bad input fails before any folder is made
-    target = Path(out)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise RunError(f"run directory {target} already exists and is not empty")
+    target = check_run_target(out)
     staging = target.parent / f".{target.name}.tmp-{os.getpid()}"
     created: list[Path] = []  # parent folders this call made, outermost first
     made_staging = False
@@ -150,8 +167,8 @@ def start_run(
             make_parents(target.parent, created)
             staging.mkdir()
             made_staging = True
-        except OSError as error:
-            raise RunError(f"cannot create {staging}: {error.strerror or error}") from None
+        except OSError as error:  # named by the target, not the hidden staging folder
+            raise RunError(f"cannot create {target}: {error.strerror or error}") from None
         lock = RunLock(staging)  # stays held through the rename below
         run_dir = RunDirectory(staging)
         resolved = config.to_yaml_dict()

@@ -111,6 +111,26 @@ def test_existing_run_directory_is_not_overwritten(tmp_path):
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
 
 
+def test_an_out_that_cannot_be_a_new_run_directory_is_the_one_line_said(tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("x")
+    a_file = tmp_path / "file"
+    a_file.write_text("keep")
+    cases = [
+        (taken, f"error: run directory {taken} already exists and is not empty"),
+        (a_file, f"error: run directory {a_file} already exists and is not empty"),
+        (a_file / "run", f"error: cannot create {a_file / 'run'}: {a_file} is not a directory"),
+    ]
+    for out, expected in cases:  # the run folder's line came first, then the hidden .tmp- folder
+        result = runner.invoke(app, ["run", "surrogate", "--out", str(out)])
+        assert result.exit_code == EXIT_BAD_INPUT, result.output
+        assert result.stdout == ""
+        assert result.stderr.strip().splitlines() == [expected]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "taken"]
+    assert a_file.read_text() == "keep" and [p.name for p in taken.iterdir()] == ["keep.txt"]
+
+
 def test_resume_and_plot_need_a_run_directory(tmp_path):
     _bad(["resume", str(tmp_path / "absent")], "does not exist")
     _bad(["plot", str(tmp_path)], "config.yaml is missing")
