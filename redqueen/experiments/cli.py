@@ -230,8 +230,14 @@ def resume_command(
         load_plugins(shipped=False)
         if run_dir.is_dir():
             _import_confirmed_plugins(run_dir, trust_plugins, list(plugins or ()))
-            typer.echo(first_line(run_dir, None, resuming=True))  # before the model loads
-        runner = resume_run(run_dir, plots=plots, steps=steps, trust_remote=trust_remote)
+        runner = resume_run(
+            run_dir,
+            plots=plots,
+            steps=steps,
+            trust_remote=trust_remote,
+            # once the checkpoint and logs are checked, before the model loads
+            checked=lambda: typer.echo(first_line(run_dir, None, resuming=True)),
+        )
     _drive(runner)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -203,6 +203,7 @@ def resume_run(
     plots: bool = True,
     steps: int | None = None,
     trust_remote: bool = False,
+    checked: Callable[[], None] | None = None,
 ) -> Runner:
     """Rebuild a run's environment from ``config.yaml`` and restore its latest checkpoint.
 
@@ -219,6 +220,9 @@ def resume_run(
             ``config.yaml``, so a later plain resume continues to the same total.
         trust_remote: Use the settings of ``config.yaml`` that reach other machines (a Ray
             cluster, W&B); without it they are refused (:mod:`._run_config`).
+        checked: Called once the configuration, the checkpoint and the logs are checked, before
+            the model loads (``redqueen resume`` says its first line there, so bad input is
+            the one line said).
 
     Raises:
         RunDirectoryError: If ``path`` is not a run directory, or another process holds it.
@@ -247,6 +251,8 @@ def resume_run(
             _check_settings(ckpt, config, run_dir)
         state = ckpt.load_state() if ckpt is not None else None
         run_dir.check_logs(ckpt.offsets if ckpt is not None else {})  # before the model loads
+        if checked is not None:
+            checked()
         env = plan.build()
         if ckpt is not None and state is not None:
             _restore(env, ckpt, state, run_dir)

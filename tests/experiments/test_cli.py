@@ -358,6 +358,24 @@ def test_resume_steps_past_the_range_is_one_plain_line(surrogate_run, tmp_path):
     assert "pydantic" not in line and "validation error" not in line
 
 
+def test_a_resume_refused_on_its_checkpoint_or_logs_is_the_one_line_said(surrogate_run, tmp_path):
+    import shutil
+
+    out = tmp_path / "r"
+    shutil.copytree(surrogate_run, out)
+    (out / "metrics.jsonl").write_bytes(b"")
+    cases = [  # the "resuming <dir>" line came first
+        (["--steps", "0"], "--steps 0 is below the"),
+        ([], "metrics.jsonl is shorter (0 bytes) than the checkpoint records"),
+    ]
+    for extra, expected in cases:
+        result = runner.invoke(app, ["resume", str(out), "--no-plots", *extra])
+        assert result.exit_code == EXIT_BAD_INPUT, result.output
+        assert result.stdout == ""
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and expected in lines[0], result.stderr
+
+
 def test_an_unknown_backend_is_named_before_the_model_loads(tmp_path):
     _bad(
         ["run", "tiny", "--out", str(tmp_path / "r"), "--set", "model.backend=nosuch"],
