@@ -287,6 +287,17 @@ def test_a_checkpoints_path_that_is_a_file_is_refused_before_the_logs_are_cut(re
     assert _files(copy) == before
 
 
+@pytest.mark.parametrize("log", ["metrics.jsonl", "tasks.jsonl"])
+def test_a_missing_log_is_named_and_not_created(reference, tmp_path, log):
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    (copy / log).unlink()
+    before = _files(copy)
+    line = _refused("resume", str(copy), "--steps", str(STEPS + 2))
+    assert f"{log} is missing, but the checkpoint records" in line
+    assert _files(copy) == before  # the check made it an empty file
+
+
 def test_a_damaged_log_is_named_before_the_environment_is_built(reference, tmp_path, caplog):
     copy = tmp_path / "copy"
     shutil.copytree(reference, copy)
