@@ -180,6 +180,16 @@ def test_eval_model_that_is_not_found_is_the_one_line_said(tmp_path):
     assert not out.exists()
 
 
+def test_eval_out_under_a_file_is_named_before_the_model_loads(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("keep me")
+    out = taken / "sub"
+    args = ["eval", "--model", "tiny-coder", "--out", str(out), "--benchmark", "code_output"]
+    result = runner.invoke(app, [*args, "--limit", "1"])  # a bare OSError after every answer
+    assert _one_error_line(result) == f"--out {out}: {taken} is a file, not a folder"
+    assert result.stdout == "" and taken.read_text() == "keep me"
+
+
 def test_eval_adapter_that_does_not_fit_the_model_is_the_one_line_said(tmp_path):
     import torch
 

@@ -90,6 +90,10 @@ def eval_command(
         raise _fail(f"--device: {problem}")
     if model is not None and out.exists() and not out.is_dir():
         raise _fail(f"--out {out} is a file, not a folder")
+    if model is not None:  # else found only when the report was written, after every answer
+        above = next((p for p in out.parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise _fail(f"--out {out}: {above} is a file, not a folder")
     _load_plugins(plugins or [])
     _check_benchmark(benchmark, problems)
     for path in baselines:
