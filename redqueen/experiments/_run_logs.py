@@ -9,7 +9,6 @@ to those sizes (:meth:`RunLogs.truncate_logs`), and a reader of a running run st
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import json
 import math
@@ -266,46 +265,49 @@ def _row_problem(row: Mapping[str, object]) -> str | None:
     return None
 
 
-#: The last row of a log's checked part is parsed when it is at most this long.
-_LAST_ROW_BYTES = 1 << 20
-
-
 def _check_rows(handle: BinaryIO, size: int, path: Path) -> None:
-    """The first ``size`` bytes of a log are UTF-8 text ending in a whole JSON row.
+    """The first ``size`` bytes of a log are UTF-8 text of whole rows, each one a log row.
+
+    Every row is read, as :meth:`RunDirectory.read_log` reads it, so a run whose logs a plot
+    would refuse is refused when it resumes, not after more steps are written behind the
+    damage.
 
     Raises:
-        RunDirectoryError: Naming the log, when the part a checkpoint counts on is damaged.
+        RunDirectoryError: Naming the log (and the line), when the part a checkpoint counts on
+            is damaged.
     """
     if size == 0:
         return
-    decoder = codecs.getincrementaldecoder("utf-8")()
     handle.seek(0)
     left = size
-    try:
-        while left:
-            chunk = handle.read(min(left, 1 << 20))
-            if not chunk:
-                break
-            decoder.decode(chunk)
-            left -= len(chunk)
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        raise RunDirectoryError(
-            f"{path}: the {size} bytes the checkpoint counts on are not UTF-8 text: "
-            "the log is damaged"
-        ) from None
-    start = max(0, size - _LAST_ROW_BYTES)
-    handle.seek(start)
-    tail = handle.read(size - start)
-    if not tail.endswith(b"\n"):
-        raise RunDirectoryError(
-            f"{path}: the checkpoint's {size} bytes do not end with a whole row: the log is damaged"
-        )
-    rows = tail[:-1].rsplit(b"\n", 1)
-    if len(rows) == 2 or start == 0:
+    number = 0
+    while left:
+        line = handle.readline(left)
+        if not line:
+            break
+        left -= len(line)
+        number += 1
+        if not line.endswith(b"\n"):
+            raise RunDirectoryError(
+                f"{path}: the checkpoint's {size} bytes do not end with a whole row: "
+                "the log is damaged"
+            )
         try:
-            json.loads(rows[-1])
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RunDirectoryError(
+                f"{path}: line {number}, which the checkpoint counts on, is not UTF-8 text: "
+                "the log is damaged"
+            ) from None
+        if not text.strip():
+            continue
+        try:
+            row = json.loads(text)
         except ValueError:
             raise RunDirectoryError(
-                f"{path}: the last row the checkpoint counts on is not JSON: the log is damaged"
+                f"{path}: line {number}, which the checkpoint counts on, is not JSON: "
+                "the log is damaged"
             ) from None
+        problem = "not a JSON object" if not isinstance(row, dict) else _row_problem(row)
+        if problem is not None:
+            raise RunDirectoryError(f"{path}: line {number}: {problem}: the log is damaged")

@@ -360,3 +360,25 @@ def test_logs_damaged_inside_the_checkpointed_part_are_refused_before_anything_i
     # Text that stops mid-row at the checkpoint's offset is damage too.
     metrics.write_bytes(b'{"step": 1}\n' + b"x" * size)
     assert "whole row" in _refused("resume", str(copy), "--no-plots")
+
+
+def test_a_row_damaged_in_the_middle_of_a_log_is_named_on_resume(reference, tmp_path):
+    # The damage keeps every byte count, so only reading each row finds it; a resume that
+    # went on would write more steps behind a log that plot then refuses.
+    copy = tmp_path / "copy"
+    shutil.copytree(reference, copy)
+    metrics = copy / "metrics.jsonl"
+    rows = metrics.read_bytes().split(b"\n")
+    assert len(rows) > 3
+    rows[1] = b"#" * len(rows[1])
+    metrics.write_bytes(b"\n".join(rows))
+    before = _files(copy)
+    line = _refused("resume", str(copy), "--no-plots")
+    assert "metrics.jsonl: line 2" in line and "not JSON" in line
+    assert _files(copy) == before
+    rows[1] = b'{"step": NaN' + b" " * (len(rows[1]) - 13) + b"}"
+    metrics.write_bytes(b"\n".join(rows))
+    before = _files(copy)
+    line = _refused("resume", str(copy), "--no-plots")
+    assert "metrics.jsonl: line 2: step is not a finite number" in line
+    assert _files(copy) == before
