@@ -15,6 +15,7 @@ import pytest
 
 from redqueen.verifiers import Executor
 from redqueen.verifiers._seccomp import Seccomp, build_filter
+from tests.verifiers.conftest import in_child
 
 _IPC_RMID = 0
 _PREAMBLE = "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
@@ -99,11 +100,5 @@ def test_seccomp_refuses_the_ipc_calls():
         return 0
 
     before = _host_ipc()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os._exit(body())
-        except BaseException:
-            os._exit(99)
-    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert in_child(body) == 0
     assert _host_ipc() == before

@@ -16,21 +16,11 @@ import pytest
 
 from redqueen.verifiers._seccomp import Landlock, landlock_abi
 from redqueen.verifiers._zygote import read_rules
+from tests.verifiers.conftest import in_child
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "token-5f0c"
 NOBODY = 65534
-
-
-def _in_child(body) -> int:
-    """Run ``body()`` in a forked child; its exit code (0: every expectation held)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os._exit(body())
-        except BaseException:
-            os._exit(99)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def _private_home(uid: int, gid: int, parent: str | None = None) -> tuple[str, str]:
@@ -181,7 +171,7 @@ def test_landlock_read_rules(tmp_path):
                 checks.append(True)
         return 0 if all(checks) else 1 + checks.index(False)
 
-    assert _in_child(body) == 0
+    assert in_child(body) == 0
 
 
 @pytest.mark.skipif(landlock_abi() < 1, reason="Landlock is not available on this kernel")
@@ -219,4 +209,4 @@ def test_installed_packages_and_the_prefix_are_not_readable(tmp_path):
                 pass
         return 0
 
-    assert _in_child(body) == 0, (outside, listable)
+    assert in_child(body) == 0, (outside, listable)

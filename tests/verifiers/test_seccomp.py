@@ -9,17 +9,7 @@ import socket
 import pytest
 
 from redqueen.verifiers._seccomp import Landlock, Seccomp, build_filter, landlock_abi
-
-
-def _in_child(body) -> int:
-    """Run ``body()`` in a forked child; return its exit code (0: every expectation held)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os._exit(body())
-        except BaseException:
-            os._exit(99)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+from tests.verifiers.conftest import in_child
 
 
 def _refused(action) -> bool:
@@ -52,7 +42,7 @@ def test_seccomp_without_landlock_refuses_writes_sockets_and_processes(tmp_path)
         ]
         return 0 if all(checks) else 1 + checks.index(False)
 
-    assert _in_child(body) == 0
+    assert in_child(body) == 0
     assert existing.read_text() == "data" and sorted(p.name for p in tmp_path.iterdir()) == [
         "existing.txt"
     ]
@@ -74,7 +64,7 @@ def test_landlock_confines_writes_to_one_directory(tmp_path):
             return 0
         return 1
 
-    assert _in_child(body) == 0
+    assert in_child(body) == 0
     assert (inside / "ok.txt").read_text() == "fine" and not (outside / "no.txt").exists()
 
 
@@ -94,7 +84,7 @@ def _all_refused(calls: dict[int, tuple]) -> bool:
                 return i
         return 0
 
-    return _in_child(body) == 0
+    return in_child(body) == 0
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
@@ -150,7 +140,7 @@ def test_seccomp_refuses_io_priority_changes():
         refused = libc.syscall(251, 1, 0, 3 << 13) != 0 and ctypes.get_errno() == 1
         return 0 if (allowed == 0 and refused) else 1
 
-    assert _in_child(body) == 0
+    assert in_child(body) == 0
 
 
 @pytest.mark.skipif(platform.machine() != "x86_64", reason="the seccomp table is x86-64 only")
@@ -180,4 +170,4 @@ def test_seccomp_refuses_executable_mappings_so_no_new_native_code_loads():
 
     if "_testbuffer" in sys.modules:
         pytest.skip("_testbuffer is already loaded in this process")
-    assert _in_child(body) == 0
+    assert in_child(body) == 0
